@@ -1,0 +1,54 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// Courier: a PostgreSQL-backed job queue for outbound network work.
+// Module graph (each arrow is a dependency):
+//   CLibPQ <- Postgres <- CourierStore <- CourierWorker <- jobworker
+//   CCurl  <- CourierHTTP ----------------^
+//   CourierCore (pure domain, no I/O) <- CourierStore, CourierHTTP, CourierWorker
+//   CourierCLI (argument parsing) <- CourierControl <- jobctl
+let package = Package(
+    name: "Courier",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "jobworker", targets: ["jobworker"]),
+        .executable(name: "jobctl", targets: ["jobctl"]),
+        .library(name: "CourierWorker", targets: ["CourierWorker"]),
+        .library(name: "CourierStore", targets: ["CourierStore"]),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CLibPQ",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]
+        ),
+        .systemLibrary(
+            name: "CCurl",
+            pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]
+        ),
+        .target(name: "Postgres", dependencies: ["CLibPQ"]),
+        .target(name: "CourierCore"),
+        .target(name: "CourierHTTP", dependencies: ["CCurl", "CourierCore"]),
+        .target(
+            name: "CourierStore",
+            dependencies: ["Postgres", "CourierCore"],
+            resources: [.embedInCode("Migrations")]
+        ),
+        .target(name: "CourierWorker", dependencies: ["CourierStore", "CourierHTTP", "CourierCore", "Postgres"]),
+        .target(name: "CourierCLI"),
+        .target(name: "CourierControl", dependencies: ["CourierCLI", "CourierStore", "CourierCore", "Postgres"]),
+        .executableTarget(name: "jobctl", dependencies: ["CourierControl"]),
+        .executableTarget(name: "jobworker", dependencies: ["CourierWorker", "CourierCLI"]),
+        .executableTarget(name: "courier-bench", dependencies: ["CourierStore", "CourierWorker", "Postgres"]),
+        .target(name: "CourierTestSupport", dependencies: ["Postgres", "CourierCore", "CourierStore"]),
+
+        .testTarget(name: "PostgresTests", dependencies: ["Postgres", "CourierTestSupport"]),
+        .testTarget(name: "CourierCoreTests", dependencies: ["CourierCore"]),
+        .testTarget(name: "CourierHTTPTests", dependencies: ["CourierHTTP", "CourierTestSupport"]),
+        .testTarget(name: "CourierStoreTests", dependencies: ["CourierStore", "CourierTestSupport"]),
+        .testTarget(name: "CourierCLITests", dependencies: ["CourierCLI"]),
+        .testTarget(name: "CourierWorkerTests", dependencies: ["CourierWorker", "CourierTestSupport"]),
+        .testTarget(name: "CourierControlTests", dependencies: ["CourierControl", "CourierTestSupport"]),
+    ]
+)

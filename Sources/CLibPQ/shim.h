@@ -1,0 +1,4 @@
+#ifndef COURIER_CLIBPQ_SHIM_H
+#define COURIER_CLIBPQ_SHIM_H
+#include <libpq-fe.h>
+#endif

@@ -1,0 +1,1 @@
+// CourierHTTP module

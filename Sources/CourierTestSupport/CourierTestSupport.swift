@@ -1,0 +1,1 @@
+// CourierTestSupport module
