@@ -1,0 +1,43 @@
+import Foundation
+
+/// Where a jobctl command reads and writes; tests pass their own.
+public struct ControlIO: Sendable {
+    public var environment: [String: String]
+    public var writeOut: @Sendable (String) -> Void
+    public var writeErr: @Sendable (String) -> Void
+    /// Reads all of standard input (for `--ndjson -` and `--data @-`).
+    public var readStandardInput: @Sendable () -> Data
+    /// Whether standard error is a terminal (progress is shown only there).
+    public var isTerminal: Bool
+
+    public init(environment: [String: String], writeOut: @escaping @Sendable (String) -> Void,
+                writeErr: @escaping @Sendable (String) -> Void, readStandardInput: @escaping @Sendable () -> Data,
+                isTerminal: Bool) {
+        self.environment = environment
+        self.writeOut = writeOut
+        self.writeErr = writeErr
+        self.readStandardInput = readStandardInput
+        self.isTerminal = isTerminal
+    }
+
+    /// The process's real standard streams and environment.
+    public static var process: ControlIO {
+        ControlIO(
+            environment: ProcessInfo.processInfo.environment,
+            writeOut: { FileHandle.standardOutput.write(Data($0.utf8)) },
+            writeErr: { FileHandle.standardError.write(Data($0.utf8)) },
+            readStandardInput: { FileHandle.standardInput.readDataToEndOfFile() },
+            isTerminal: isatty(STDERR_FILENO) == 1
+        )
+    }
+
+    func print(_ line: String) { writeOut(line + "\n") }
+
+    /// Prints a value as pretty, key-sorted JSON.
+    func printJSON(_ value: some Encodable) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        encoder.dateEncodingStrategy = .iso8601
+        print(String(decoding: try encoder.encode(value), as: UTF8.self))
+    }
+}

@@ -1,0 +1,151 @@
+import Foundation
+import Postgres
+
+/// A private PostgreSQL cluster for development and tests (`jobctl devdb`), made
+/// from the installed server programs. It listens on 127.0.0.1 and on a Unix
+/// socket inside its own directory, trusts local connections, and has a
+/// superuser `courier` and a database `courier`.
+///
+/// PostgreSQL refuses to run as root, so when started by root the cluster runs as
+/// the `postgres` system user (created by Debian's package) and its directory is
+/// handed to that user.
+public struct DevDatabase: Sendable {
+    public struct Configuration: Sendable, Equatable {
+        /// Holds `data/`, `run/` (the socket) and `server.log`.
+        public var directory: String
+        public var port: Int
+        /// Turns off fsync and synchronous commit: fast and unsafe, for test suites only.
+        public var fast: Bool
+
+        public init(directory: String, port: Int = 54329, fast: Bool = false) {
+            self.directory = directory
+            self.port = port
+            self.fast = fast
+        }
+
+        /// `--dir` or `COURIER_DEVDB_DIR`, else `/tmp/courier-devdb-<uid>`.
+        public static func defaultDirectory(environment: [String: String]) -> String {
+            environment["COURIER_DEVDB_DIR"] ?? "/tmp/courier-devdb-\(getuid())"
+        }
+    }
+
+    public struct Failure: Error, CustomStringConvertible, Sendable {
+        public var description: String
+    }
+
+    public let configuration: Configuration
+    public init(configuration: Configuration) { self.configuration = configuration }
+
+    var dataDirectory: String { configuration.directory + "/data" }
+    var socketDirectory: String { configuration.directory + "/run" }
+    var logFile: String { configuration.directory + "/server.log" }
+
+    /// The URL of the `courier` database, over the Unix socket.
+    public var databaseURL: String { url(database: "courier") }
+
+    /// A URL for any database of the cluster.
+    public func url(database: String) -> String {
+        "postgresql:///\(database)?host=\(socketDirectory)&port=\(configuration.port)&user=courier"
+    }
+
+    /// Creates the cluster if needed, starts it if it is not running, and makes sure
+    /// the `courier` database exists. Returns the database URL.
+    @discardableResult
+    public func start() throws -> String {
+        let binaries = try Self.serverBinaries()
+        let fileManager = FileManager.default
+        try fileManager.createDirectory(atPath: socketDirectory, withIntermediateDirectories: true)
+        let owner = try Self.serverUser()
+        if let owner {
+            try run("/bin/chown", ["-R", owner, configuration.directory], asUser: nil)
+        }
+        if !fileManager.fileExists(atPath: dataDirectory + "/PG_VERSION") {
+            try run(binaries + "/initdb", ["-D", dataDirectory, "-U", "courier", "--auth=trust", "-E", "UTF8",
+                                           "--no-locale", "--no-sync"], asUser: owner)
+        }
+        if try !isRunning() {
+            var options = "-p \(configuration.port) -k \(socketDirectory) -c listen_addresses=127.0.0.1 -c max_connections=200"
+            if configuration.fast {
+                options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+            }
+            try run(binaries + "/pg_ctl", ["-D", dataDirectory, "-l", logFile, "-w", "-t", "60", "-o", options, "start"],
+                    asUser: owner)
+        }
+        let admin = try PostgresConnection.connect(PostgresConfiguration(connectionString: url(database: "postgres")))
+        defer { admin.close() }
+        let exists = try admin.query("select 1 from pg_database where datname = 'courier'").rows.isEmpty == false
+        if !exists {
+            try admin.simpleQuery("create database courier")
+        }
+        return databaseURL
+    }
+
+    /// Stops the cluster if it runs (fast shutdown). Its data stays.
+    public func stop() throws {
+        guard try isRunning() else { return }
+        try run(try Self.serverBinaries() + "/pg_ctl", ["-D", dataDirectory, "-m", "fast", "-w", "stop"], asUser: try Self.serverUser())
+    }
+
+    /// Whether the cluster's server is running.
+    public func isRunning() throws -> Bool {
+        guard FileManager.default.fileExists(atPath: dataDirectory + "/PG_VERSION") else { return false }
+        let status = try execute(try Self.serverBinaries() + "/pg_ctl", ["-D", dataDirectory, "status"], asUser: try Self.serverUser())
+        return status.exitCode == 0
+    }
+
+    // MARK: - Processes
+
+    /// The directory holding initdb and pg_ctl: `COURIER_PG_BINDIR`, else the newest
+    /// `/usr/lib/postgresql/<version>/bin`.
+    static func serverBinaries(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> String {
+        if let explicit = environment["COURIER_PG_BINDIR"] { return explicit }
+        let root = "/usr/lib/postgresql"
+        let versions = ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? [])
+            .compactMap(Int.init).sorted()
+        for version in versions.reversed() where FileManager.default.isExecutableFile(atPath: "\(root)/\(version)/bin/initdb") {
+            return "\(root)/\(version)/bin"
+        }
+        throw Failure(description: "PostgreSQL server programs not found in \(root); install Debian's postgresql package or set COURIER_PG_BINDIR")
+    }
+
+    /// The user to run the server as: nil when not root, else `postgres`.
+    static func serverUser() throws -> String? {
+        guard getuid() == 0 else { return nil }
+        guard getpwnam("postgres") != nil else {
+            throw Failure(description: "running as root, and there is no 'postgres' user to run the server as; install Debian's postgresql package")
+        }
+        return "postgres"
+    }
+
+    private func run(_ program: String, _ arguments: [String], asUser user: String?) throws {
+        let result = try execute(program, arguments, asUser: user)
+        guard result.exitCode == 0 else {
+            let name = (program as NSString).lastPathComponent
+            throw Failure(description: "\(name) failed (exit \(result.exitCode)): \(result.output.trimmingCharacters(in: .whitespacesAndNewlines))")
+        }
+    }
+
+    private func execute(_ program: String, _ arguments: [String], asUser user: String?) throws -> (exitCode: Int32, output: String) {
+        let process = Process()
+        if let user {
+            process.executableURL = URL(fileURLWithPath: "/usr/sbin/runuser")
+            process.arguments = ["-u", user, "--", program] + arguments
+        } else {
+            process.executableURL = URL(fileURLWithPath: program)
+            process.arguments = arguments
+        }
+        // pg_ctl's server inherits these descriptors; a file keeps it from holding our pipe open.
+        let outputFile = FileManager.default.temporaryDirectory.appendingPathComponent("courier-devdb-\(UUID().uuidString).out")
+        FileManager.default.createFile(atPath: outputFile.path, contents: nil)
+        defer { try? FileManager.default.removeItem(at: outputFile) }
+        let handle = try FileHandle(forWritingTo: outputFile)
+        process.standardOutput = handle
+        process.standardError = handle
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        try handle.close()
+        let output = (try? String(contentsOf: outputFile, encoding: .utf8)) ?? ""
+        return (process.terminationStatus, output)
+    }
+}

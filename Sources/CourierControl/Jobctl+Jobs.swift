@@ -1,0 +1,135 @@
+import CourierCLI
+import CourierCore
+import CourierStore
+import Foundation
+import Postgres
+
+extension Jobctl {
+    static func list(_ command: ParsedCommand, io: ControlIO) throws {
+        let filter = JobsTable.ListFilter(
+            state: command.value("state"), queue: command.value("queue"), destination: command.value("destination"),
+            limit: try command.int("limit", range: 1...100_000) ?? 50)
+        let jobs = try withDatabase(command, io: io) { try JobsTable.list(filter, on: $0) }
+        if command.flag("json") {
+            try io.printJSON(jobs)
+            return
+        }
+        var table = TextTable(["ID", "QUEUE", "STATE", "PRI", "ATTEMPT", "RUN_AT", "METHOD", "URL"])
+        for job in jobs {
+            table.add([String(job.id), job.queue, job.status.rawValue, String(job.priority), "\(job.attempt)/\(job.maxAttempts)",
+                       job.runAt.map(Timestamp.format) ?? "-", job.method, job.url])
+        }
+        io.print(table.render())
+    }
+
+    static func show(_ command: ParsedCommand, io: ControlIO) throws {
+        let id = try jobID(command.positionals("id").first, flag: "ID", command: command)
+        guard let job = try withDatabase(command, io: io, { try JobsTable.get(id: id, on: $0) }) else {
+            throw ControlError.notFound("error: no job \(id) (waiting, running, succeeded within retention, or dead)")
+        }
+        if command.flag("json") {
+            try io.printJSON(job)
+            return
+        }
+        var lines = [
+            "id:              \(job.id)",
+            "status:          \(job.status.rawValue)" + (job.deadReason.map { " (\($0))" } ?? ""),
+            "kind:            \(job.kind)",
+            "queue:           \(job.queue)",
+            "destination:     \(job.destination)",
+            "request:         \(job.method) \(job.url)",
+            "attempt:         \(job.attempt) of \(job.maxAttempts)",
+            "idempotency key: \(job.idempotencyKey ?? "(none)")",
+            "created:         \(Timestamp.format(job.createdAt))",
+        ]
+        if let runAt = job.runAt { lines.append("run at:          \(Timestamp.format(runAt))") }
+        if let deadline = job.deadline { lines.append("deadline:        \(Timestamp.format(deadline))") }
+        if let unique = job.uniqueKey { lines.append("unique key:      \(unique)") }
+        if let finished = job.finishedAt { lines.append("finished:        \(Timestamp.format(finished))") }
+        if let status = job.finalStatus { lines.append("final status:    \(status)") }
+        if let duration = job.durationMilliseconds { lines.append("duration:        \(duration)ms") }
+        if let worker = job.leasedBy { lines.append("leased by:       \(worker)") }
+        if job.cancelRequestedAt != nil { lines.append("cancel:          requested") }
+        for name in job.headers.keys.sorted() {
+            lines.append("header:          \(name): \(job.headers[name] ?? "")")
+        }
+        if !job.errors.isEmpty {
+            lines.append("attempts:")
+            for attempt in job.errors {
+                let status = attempt.status.map { " \($0)" } ?? ""
+                let duration = attempt.durationMilliseconds.map { " \($0)ms" } ?? ""
+                lines.append("  #\(attempt.attempt) \(attempt.errorClass)\(status)\(duration) \(attempt.startedAt ?? ""): \(attempt.message)")
+            }
+        }
+        io.print(lines.joined(separator: "\n"))
+    }
+
+    static func jobID(_ text: String?, flag: String, command: ParsedCommand) throws -> Int64 {
+        guard let text, let id = Int64(text), id > 0 else {
+            throw ControlError.badInput("error: \(flag): expected a positive job id, got '\(text ?? "")'")
+        }
+        return id
+    }
+
+    static func cancel(_ command: ParsedCommand, io: ControlIO) throws {
+        let ids = try command.positionals("ids").map { try jobID($0, flag: "ID", command: command) }
+        guard !ids.isEmpty else { throw ControlError.badInput("error: ID: give at least one job id") }
+        let outcomes = try withDatabase(command, io: io) { try JobsTable.cancel(ids: ids, on: $0) }
+        if command.flag("json") {
+            try io.printJSON(outcomes.map { ["id": String($0.id), "outcome": $0.outcome.rawValue] })
+        } else {
+            for (id, outcome) in outcomes {
+                switch outcome {
+                case .cancelled: io.print("\(id): cancelled")
+                case .cancelRequested: io.print("\(id): running; its worker will abort it and record the cancellation")
+                case .notFound: io.print("\(id): no waiting or running job")
+                }
+            }
+        }
+        if outcomes.allSatisfy({ $0.outcome == .notFound }) {
+            throw ControlError.notFound("error: none of the given ids is a waiting or running job")
+        }
+    }
+
+    static func workers(_ command: ParsedCommand, io: ControlIO) throws {
+        let workers = try withDatabase(command, io: io) { try WorkersTable.live(on: $0) }
+        if command.flag("json") {
+            try io.printJSON(workers)
+            return
+        }
+        var table = TextTable(["ID", "HOST", "PID", "QUEUES", "STARTED", "HEARTBEAT", "STATE", "JOBS"])
+        for w in workers {
+            let jobs = w.jobs.count <= 10 ? w.jobs.map(String.init).joined(separator: ",")
+                : w.jobs.prefix(10).map(String.init).joined(separator: ",") + ",… (\(w.jobs.count))"
+            table.add([w.id, w.host, String(w.pid), w.queues.joined(separator: ","), Timestamp.format(w.startedAt),
+                       Timestamp.format(w.heartbeatAt), w.stopping ? "stopping" : "running", jobs.isEmpty ? "-" : jobs])
+        }
+        io.print(table.render())
+    }
+
+    static func devdb(_ command: ParsedCommand, io: ControlIO) throws {
+        let directory = command.value("dir") ?? DevDatabase.Configuration.defaultDirectory(environment: io.environment)
+        let port = try command.int("port", range: 1...65535) ?? 54329
+        let database = DevDatabase(configuration: .init(directory: directory, port: port, fast: command.flag("fast")))
+        do {
+            switch command.path.last {
+            case "start":
+                let url = try database.start()
+                io.print(url)
+            case "stop":
+                try database.stop()
+                io.writeErr("stopped\n")
+            default:
+                let running = try database.isRunning()
+                if command.flag("json") {
+                    try io.printJSON(["running": running ? "true" : "false", "url": database.databaseURL, "dir": directory])
+                } else {
+                    io.print(running ? "running: \(database.databaseURL)" : "stopped (\(directory))")
+                }
+                if !running { throw ControlError(exitCode: 3, description: "") }
+            }
+        } catch let error as DevDatabase.Failure {
+            throw ControlError.runtime("error: devdb: \(error.description)")
+        }
+    }
+}

@@ -1,0 +1,92 @@
+import CourierCLI
+import CourierCore
+import CourierStore
+import Foundation
+import Postgres
+
+/// The operator's command-line tool. `run` parses, dispatches and returns the
+/// exit code, so tests drive it in-process exactly as the executable does.
+public enum Jobctl {
+    public static func run(_ arguments: [String], io: ControlIO) -> Int32 {
+        let command: ParsedCommand
+        do {
+            switch try CommandLineParser.parse(arguments, root: JobctlCommands.root, environment: io.environment) {
+            case .run(let parsed): command = parsed
+            case .help(let text), .version(let text):
+                io.print(text)
+                return 0
+            }
+        } catch {
+            io.writeErr(error.description + "\n" + (error.helpHint.map { $0 + "\n" } ?? ""))
+            return error.exitCode
+        }
+        do {
+            try dispatch(command, io: io)
+            return 0
+        } catch let error as ControlError {
+            io.writeErr(error.description + "\n")
+            return error.exitCode
+        } catch let error as UsageError {
+            io.writeErr(error.description + "\n")
+            return error.exitCode
+        } catch let error as PostgresError {
+            io.writeErr("error: \(error)\n")
+            // A refused value (bad input caught by the database) is the caller's to fix.
+            let badInput = error.sqlState.map { $0 == "22023" || $0.hasPrefix("23") || $0.hasPrefix("22") } ?? false
+            return badInput ? 2 : 1
+        } catch {
+            io.writeErr("error: \(error)\n")
+            return 1
+        }
+    }
+
+    static func dispatch(_ command: ParsedCommand, io: ControlIO) throws {
+        switch command.path {
+        case ["migrate"]: try migrate(command, io: io)
+        case ["enqueue"]: try enqueue(command, io: io)
+        case ["list"]: try list(command, io: io)
+        case ["show"]: try show(command, io: io)
+        case ["cancel"]: try cancel(command, io: io)
+        case ["stats"]: try stats(command, io: io)
+        case ["workers"]: try workers(command, io: io)
+        case ["devdb", "start"], ["devdb", "stop"], ["devdb", "status"]: try devdb(command, io: io)
+        default:
+            throw ControlError.badInput("error: '\(command.commandPath.joined(separator: " "))' is not available in this build")
+        }
+    }
+
+    /// Connects to the database named by `--database-url`, `DATABASE_URL` or the `PG*` variables.
+    static func connect(_ command: ParsedCommand, io: ControlIO) throws -> PostgresConnection {
+        let configuration = PostgresConfiguration.resolve(flag: command.value("database-url"), environment: io.environment)
+        do {
+            return try PostgresConnection.connect(PostgresConfiguration(connectionString: configuration.connectionString,
+                                                                        applicationName: "jobctl"))
+        } catch {
+            throw ControlError.runtime("error: cannot connect to the database: \(error)")
+        }
+    }
+
+    /// Runs `body` on a fresh connection, closing it afterwards.
+    static func withDatabase<T>(_ command: ParsedCommand, io: ControlIO, _ body: (PostgresConnection) throws -> T) throws -> T {
+        let connection = try connect(command, io: io)
+        defer { connection.close() }
+        return try body(connection)
+    }
+
+    static func migrate(_ command: ParsedCommand, io: ControlIO) throws {
+        if command.flag("print") {
+            let applied = (try? withDatabase(command, io: io) { try Migrator.appliedVersions($0) }) ?? []
+            let pending = Migration.all.filter { !applied.contains($0.version) }
+            io.print(Migrator.script(migrations: pending))
+            return
+        }
+        let applied = try withDatabase(command, io: io) { try Migrator.migrate($0) }
+        if command.flag("json") {
+            try io.printJSON(["applied": applied.map(\.name)])
+        } else if applied.isEmpty {
+            io.print("schema is up to date (\(Migration.all.count) migrations)")
+        } else {
+            for migration in applied { io.print("applied \(migration.name)") }
+        }
+    }
+}

@@ -1,0 +1,72 @@
+import Foundation
+import Postgres
+
+/// A job leased to a worker: everything needed to run it, plus the fence
+/// (`id`, `attempt`, the worker's id) that every later write about it must match.
+public struct ClaimedJob: Sendable, Equatable {
+    public var id: Int64
+    public var kind: String
+    public var queue: String
+    /// The attempt this lease is for, 1-based: it was incremented by the claim.
+    public var attempt: Int
+    public var maxAttempts: Int
+    public var deadline: Date?
+    public var destination: String
+    public var method: String
+    public var url: String?
+    /// The stored headers object (values may be `{"secret": NAME}` references).
+    public var headersJSON: String
+    public var body: String?
+    public var timeoutMilliseconds: Int
+    public var expectContentType: String?
+    public var idempotencyKey: String?
+    /// Arguments of a job kind other than `http`.
+    public var argsJSON: String?
+    /// The previous retry delay, for decorrelated jitter.
+    public var lastDelayMilliseconds: Int64?
+    public var cancelRequested: Bool
+
+    public init(id: Int64, kind: String = "http", queue: String = "default", attempt: Int, maxAttempts: Int = 5,
+                deadline: Date? = nil, destination: String, method: String = "POST", url: String?,
+                headersJSON: String = "{}", body: String? = nil, timeoutMilliseconds: Int = 30_000,
+                expectContentType: String? = nil, idempotencyKey: String? = nil, argsJSON: String? = nil,
+                lastDelayMilliseconds: Int64? = nil, cancelRequested: Bool = false) {
+        self.id = id
+        self.kind = kind
+        self.queue = queue
+        self.attempt = attempt
+        self.maxAttempts = maxAttempts
+        self.deadline = deadline
+        self.destination = destination
+        self.method = method
+        self.url = url
+        self.headersJSON = headersJSON
+        self.body = body
+        self.timeoutMilliseconds = timeoutMilliseconds
+        self.expectContentType = expectContentType
+        self.idempotencyKey = idempotencyKey
+        self.argsJSON = argsJSON
+        self.lastDelayMilliseconds = lastDelayMilliseconds
+        self.cancelRequested = cancelRequested
+    }
+
+    static let columns = """
+        j.id, j.kind, j.queue, j.attempt, j.max_attempts, j.deadline, j.destination, j.method, j.url, j.headers::text,
+        j.body, j.timeout_ms, j.expect_content_type, j.idempotency_key, j.args::text, j.last_delay_ms,
+        j.cancel_requested_at is not null
+        """
+
+    init(row: PostgresRow) throws {
+        self.init(
+            id: try row.decode(0, as: Int64.self), kind: try row.decode(1, as: String.self),
+            queue: try row.decode(2, as: String.self), attempt: try row.decode(3, as: Int.self),
+            maxAttempts: try row.decode(4, as: Int.self), deadline: try row.decode(5, as: Date?.self),
+            destination: try row.decode(6, as: String.self), method: try row.decode(7, as: String.self),
+            url: try row.decode(8, as: String?.self), headersJSON: try row.decode(9, as: String.self),
+            body: try row.decode(10, as: String?.self), timeoutMilliseconds: try row.decode(11, as: Int.self),
+            expectContentType: try row.decode(12, as: String?.self), idempotencyKey: try row.decode(13, as: String?.self),
+            argsJSON: try row.decode(14, as: String?.self), lastDelayMilliseconds: try row.decode(15, as: Int64?.self),
+            cancelRequested: try row.decode(16, as: Bool.self)
+        )
+    }
+}

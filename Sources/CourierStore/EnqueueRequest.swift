@@ -1,0 +1,76 @@
+import CourierCore
+import Foundation
+
+/// Everything needed to enqueue one HTTP job; the Swift twin of `courier.enqueue(...)`.
+///
+/// Field names match the SQL parameters and the NDJSON keys, so a validation
+/// error names the same field whichever way the job came in.
+public struct EnqueueRequest: Sendable, Equatable {
+    /// How the job's idempotency key is chosen.
+    public enum IdempotencyKey: Sendable, Equatable {
+        /// A fresh random key is generated at enqueue (the default).
+        case generated
+        /// The caller's own key.
+        case custom(String)
+        /// No key: a non-idempotent request that may have been delivered is never repeated.
+        case none
+    }
+
+    /// A header value: a literal, or a reference to a secret resolved by the worker at send time.
+    public enum HeaderValue: Sendable, Equatable {
+        case literal(String)
+        case secret(name: String)
+    }
+
+    public var url: String
+    public var method: String = "POST"
+    /// Header names and values, in the order given.
+    public var headers: [(name: String, value: HeaderValue)] = []
+    public var body: String?
+    public var queue: String = "default"
+    public var priority: Int = 0
+    /// When the job may first run; `nil` means now (the database's clock).
+    public var runAt: Date?
+    public var maxAttempts: Int = 5
+    public var deadline: Date?
+    public var idempotencyKey: IdempotencyKey = .generated
+    public var uniqueKey: String?
+    /// The circuit-breaker key; `nil` derives `scheme://host:port` from `url`.
+    public var destination: String?
+    public var timeoutMilliseconds: Int = 30_000
+    public var expectContentType: String?
+
+    public init(url: String) {
+        self.url = url
+    }
+
+    public static func == (lhs: EnqueueRequest, rhs: EnqueueRequest) -> Bool {
+        lhs.url == rhs.url && lhs.method == rhs.method
+            && lhs.headers.map(\.name) == rhs.headers.map(\.name) && lhs.headers.map(\.value) == rhs.headers.map(\.value)
+            && lhs.body == rhs.body && lhs.queue == rhs.queue && lhs.priority == rhs.priority && lhs.runAt == rhs.runAt
+            && lhs.maxAttempts == rhs.maxAttempts && lhs.deadline == rhs.deadline && lhs.idempotencyKey == rhs.idempotencyKey
+            && lhs.uniqueKey == rhs.uniqueKey && lhs.destination == rhs.destination
+            && lhs.timeoutMilliseconds == rhs.timeoutMilliseconds && lhs.expectContentType == rhs.expectContentType
+    }
+}
+
+extension EnqueueRequest {
+    /// The headers as the JSON object stored in `courier.jobs.headers`.
+    public var headersJSON: String {
+        var object: [String: Any] = [:]
+        for header in headers {
+            switch header.value {
+            case .literal(let value): object[header.name] = value
+            case .secret(let name): object[header.name] = ["secret": name]
+            }
+        }
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// The destination the job will have: the explicit one, or the one derived from the URL.
+    public func resolvedDestination() throws(ValidationError) -> String {
+        if let destination { return destination }
+        return try Destination.derive(fromURL: url)
+    }
+}

@@ -1,0 +1,67 @@
+import CourierCore
+import Foundation
+import Postgres
+
+/// A job as an operator sees it: waiting, running, succeeded or dead.
+/// Header values of sensitive headers are redacted before they leave the store.
+public struct JobRecord: Sendable, Equatable, Encodable {
+    public enum Status: String, Sendable, Encodable {
+        case available, running, succeeded, dead
+    }
+    public var id: Int64
+    public var status: Status
+    public var kind: String
+    public var queue: String
+    public var priority: Int
+    public var runAt: Date?
+    public var attempt: Int
+    public var maxAttempts: Int
+    public var deadline: Date?
+    public var destination: String
+    public var method: String
+    public var url: String
+    /// Header names with values, sensitive ones redacted; secret references shown as `{"secret": NAME}`.
+    public var headers: [String: String]
+    public var idempotencyKey: String?
+    public var uniqueKey: String?
+    public var timeoutMilliseconds: Int
+    public var expectContentType: String?
+    public var createdAt: Date
+    /// The attempt history, oldest first.
+    public var errors: [AttemptRecord]
+    public var leasedBy: String?
+    public var leaseExpiresAt: Date?
+    public var cancelRequestedAt: Date?
+    /// For a dead job: why.
+    public var deadReason: String?
+    public var finishedAt: Date?
+    /// For a succeeded job: the final HTTP status and the duration of the last attempt.
+    public var finalStatus: Int?
+    public var durationMilliseconds: Int?
+
+    enum CodingKeys: String, CodingKey {
+        case id, status, kind, queue, priority, runAt = "run_at", attempt, maxAttempts = "max_attempts", deadline
+        case destination, method, url, headers, idempotencyKey = "idempotency_key", uniqueKey = "unique_key"
+        case timeoutMilliseconds = "timeout_ms", expectContentType = "expect_content_type", createdAt = "created_at"
+        case errors, leasedBy = "leased_by", leaseExpiresAt = "lease_expires_at", cancelRequestedAt = "cancel_requested_at"
+        case deadReason = "dead_reason", finishedAt = "finished_at", finalStatus = "final_status"
+        case durationMilliseconds = "duration_ms"
+    }
+
+    /// The stored headers object made safe to show: sensitive values redacted.
+    static func displayHeaders(_ json: String) -> [String: String] {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any] else { return [:] }
+        var result: [String: String] = [:]
+        for (name, value) in object {
+            if let secret = (value as? [String: Any])?["secret"] as? String {
+                result[name] = "{\"secret\": \"\(secret)\"}"
+            } else if Redaction.isSensitiveHeader(name) {
+                result[name] = Redaction.redactedValue
+            } else {
+                result[name] = value as? String ?? ""
+            }
+        }
+        return result
+    }
+}
+

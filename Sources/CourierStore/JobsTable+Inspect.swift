@@ -1,0 +1,149 @@
+import CourierCore
+import Foundation
+import Postgres
+
+extension JobsTable {
+    /// Filters for `jobctl list`. `nil` means any.
+    public struct ListFilter: Sendable, Equatable {
+        public var state: String?
+        public var queue: String?
+        public var destination: String?
+        public var limit: Int = 100
+        public init(state: String? = nil, queue: String? = nil, destination: String? = nil, limit: Int = 100) {
+            self.state = state
+            self.queue = queue
+            self.destination = destination
+            self.limit = limit
+        }
+    }
+
+    static let waitingColumns = """
+        id, kind, queue, state, priority, run_at, attempt, max_attempts, deadline, destination, method, url,
+        headers::text, idempotency_key, unique_key, timeout_ms, expect_content_type, created_at, errors::text,
+        leased_by::text, lease_expires_at, cancel_requested_at
+        """
+
+    static func decodeWaiting(_ row: PostgresRow) throws -> JobRecord {
+        JobRecord(
+            id: try row.decode(0, as: Int64.self),
+            status: try row.decode(3, as: String.self) == "running" ? .running : .available,
+            kind: try row.decode(1, as: String.self),
+            queue: try row.decode(2, as: String.self),
+            priority: try row.decode(4, as: Int.self),
+            runAt: try row.decode(5, as: Date?.self),
+            attempt: try row.decode(6, as: Int.self),
+            maxAttempts: try row.decode(7, as: Int.self),
+            deadline: try row.decode(8, as: Date?.self),
+            destination: try row.decode(9, as: String.self),
+            method: try row.decode(10, as: String.self),
+            url: try row.decode(11, as: String.self),
+            headers: JobRecord.displayHeaders(try row.decode(12, as: String.self)),
+            idempotencyKey: try row.decode(13, as: String?.self),
+            uniqueKey: try row.decode(14, as: String?.self),
+            timeoutMilliseconds: try row.decode(15, as: Int.self),
+            expectContentType: try row.decode(16, as: String?.self),
+            createdAt: try row.decode(17, as: Date.self),
+            errors: AttemptRecord.decodeHistory(try row.decode(18, as: String.self)),
+            leasedBy: try row.decode(19, as: String?.self),
+            leaseExpiresAt: try row.decode(20, as: Date?.self),
+            cancelRequestedAt: try row.decode(21, as: Date?.self)
+        )
+    }
+
+    /// Waiting and running jobs matching `filter`, oldest first.
+    public static func list(_ filter: ListFilter, on connection: PostgresConnection) throws -> [JobRecord] {
+        let sql = """
+            select \(waitingColumns) from courier.jobs
+            where ($1::text is null or state = $1) and ($2::text is null or queue = $2)
+              and ($3::text is null or destination = $3)
+            order by id limit $4
+            """
+        return try connection.query(PostgresQuery(unsafeSQL: sql, binds: [filter.state, filter.queue, filter.destination, filter.limit]))
+            .rows.map(decodeWaiting)
+    }
+
+    /// A job by id wherever it is now: waiting or running, succeeded (within retention) or dead.
+    public static func get(id: Int64, on connection: PostgresConnection) throws -> JobRecord? {
+        if let row = try connection.query(PostgresQuery(unsafeSQL: "select \(waitingColumns) from courier.jobs where id = $1", binds: [id])).rows.first {
+            return try decodeWaiting(row)
+        }
+        if let row = try connection.query("""
+            select id, kind, queue, destination, method, url, attempt, status, duration_ms, idempotency_key,
+                   errors::text, created_at, finished_at
+            from courier.completed_jobs where id = \(id)
+            """).rows.first {
+            return JobRecord(
+                id: try row.decode(0, as: Int64.self), status: .succeeded, kind: try row.decode(1, as: String.self),
+                queue: try row.decode(2, as: String.self), priority: 0, runAt: nil,
+                attempt: try row.decode(6, as: Int.self), maxAttempts: try row.decode(6, as: Int.self), deadline: nil,
+                destination: try row.decode(3, as: String.self), method: try row.decode(4, as: String.self),
+                url: try row.decode(5, as: String.self), headers: [:], idempotencyKey: try row.decode(9, as: String?.self),
+                uniqueKey: nil, timeoutMilliseconds: 0, expectContentType: nil, createdAt: try row.decode(11, as: Date.self),
+                errors: AttemptRecord.decodeHistory(try row.decode(10, as: String.self)), leasedBy: nil, leaseExpiresAt: nil,
+                cancelRequestedAt: nil, deadReason: nil, finishedAt: try row.decode(12, as: Date?.self),
+                finalStatus: try row.decode(7, as: Int?.self), durationMilliseconds: try row.decode(8, as: Int?.self)
+            )
+        }
+        if let row = try connection.query("""
+            select job_id, kind, queue, priority, destination, method, url, headers::text, idempotency_key, unique_key,
+                   timeout_ms, expect_content_type, max_attempts, deadline, attempt, errors::text, reason, created_at, failed_at
+            from courier.dead_letters where job_id = \(id) order by id desc limit 1
+            """).rows.first {
+            return JobRecord(
+                id: try row.decode(0, as: Int64.self), status: .dead, kind: try row.decode(1, as: String.self),
+                queue: try row.decode(2, as: String.self), priority: try row.decode(3, as: Int.self), runAt: nil,
+                attempt: try row.decode(14, as: Int.self), maxAttempts: try row.decode(12, as: Int.self),
+                deadline: try row.decode(13, as: Date?.self), destination: try row.decode(4, as: String.self),
+                method: try row.decode(5, as: String.self), url: try row.decode(6, as: String.self),
+                headers: JobRecord.displayHeaders(try row.decode(7, as: String.self)),
+                idempotencyKey: try row.decode(8, as: String?.self), uniqueKey: try row.decode(9, as: String?.self),
+                timeoutMilliseconds: try row.decode(10, as: Int.self), expectContentType: try row.decode(11, as: String?.self),
+                createdAt: try row.decode(17, as: Date.self), errors: AttemptRecord.decodeHistory(try row.decode(15, as: String.self)),
+                leasedBy: nil, leaseExpiresAt: nil, cancelRequestedAt: nil, deadReason: try row.decode(16, as: String.self),
+                finishedAt: try row.decode(18, as: Date?.self), finalStatus: nil, durationMilliseconds: nil
+            )
+        }
+        return nil
+    }
+
+    /// What `cancel` did with one id.
+    public enum CancelOutcome: String, Sendable, Equatable, Encodable {
+        /// A waiting job, moved to the dead letters as `cancelled`.
+        case cancelled
+        /// A running job: its worker is asked to abort the request and record the cancellation.
+        case cancelRequested = "cancel_requested"
+        /// No waiting or running job has this id.
+        case notFound = "not_found"
+    }
+
+    /// Cancels jobs: waiting ones go to the dead letters as `cancelled` in this transaction;
+    /// running ones are flagged for their worker. Returns one outcome per id, in order.
+    public static func cancel(ids: [Int64], on connection: PostgresConnection) throws -> [(id: Int64, outcome: CancelOutcome)] {
+        try connection.withTransaction { tx in
+            let cancelled = Set(try tx.query("""
+                with gone as (
+                    delete from courier.jobs where id = any(\(ids)) and state = 'available' returning *
+                )
+                insert into courier.dead_letters (job_id, reason, kind, queue, priority, destination, method, url, headers,
+                    body, timeout_ms, expect_content_type, idempotency_key, unique_key, args, max_attempts, deadline,
+                    attempt, errors, last_class, created_at)
+                select id, 'cancelled', kind, queue, priority, destination, method, url, headers, body, timeout_ms,
+                    expect_content_type, idempotency_key, unique_key, args, max_attempts, deadline, attempt,
+                    errors, 'cancelled', created_at
+                from gone
+                returning job_id
+                """).rows.map { try $0.decode(0, as: Int64.self) })
+            let flagged = Set(try tx.query("""
+                update courier.jobs set cancel_requested_at = coalesce(cancel_requested_at, now())
+                where id = any(\(ids)) and state = 'running'
+                returning id
+                """).rows.map { try $0.decode(0, as: Int64.self) })
+            if !flagged.isEmpty {
+                try tx.query("select pg_notify('courier_cancel', array_to_string(\(Array(flagged)), ','))")
+            }
+            return ids.map { id in
+                (id, cancelled.contains(id) ? .cancelled : flagged.contains(id) ? .cancelRequested : .notFound)
+            }
+        }
+    }
+}

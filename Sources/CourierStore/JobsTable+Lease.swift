@@ -1,0 +1,271 @@
+import Foundation
+import Postgres
+
+/// Leasing and acknowledging. Every write about a running job is fenced: it
+/// matches the job's id, the attempt the lease was for, the worker holding it and
+/// state `running`, so a late write from a worker that lost its lease changes nothing.
+/// Times always come from the database's clock.
+extension JobsTable {
+    /// Leases up to `limit` runnable jobs of `queue` to `worker`, in priority, run_at,
+    /// id order, skipping rows other workers hold (`FOR UPDATE SKIP LOCKED`) and
+    /// destinations that are held back (breaker not closed, or a Retry-After in force).
+    /// The claim consumes an attempt; `handBack` returns it for jobs that never ran.
+    public static func claim(queue: String, limit: Int, worker: UUID, leaseMilliseconds: Int,
+                             on connection: PostgresConnection) throws -> [ClaimedJob] {
+        let sql = """
+            with picked as (
+                select c.id from courier.jobs c
+                where c.state = 'available' and c.queue = $1 and c.run_at <= now()
+                  and not exists (
+                      select 1 from courier.breakers b
+                      where b.destination = c.destination
+                        and (b.state <> 'closed' or b.not_before > now()))
+                order by c.priority, c.run_at, c.id
+                limit $2
+                for update skip locked
+            )
+            update courier.jobs j
+            set state = 'running', attempt = j.attempt + 1, leased_by = $3,
+                lease_expires_at = now() + $4 * interval '1 millisecond', attempted_at = now()
+            from picked where j.id = picked.id
+            returning \(ClaimedJob.columns)
+            """
+        return try connection.query(PostgresQuery(unsafeSQL: sql, binds: [queue, limit, worker, leaseMilliseconds]))
+            .rows.map(ClaimedJob.init(row:))
+    }
+
+    /// A successful attempt to record.
+    public struct Success: Sendable, Equatable {
+        public var id: Int64
+        public var attempt: Int
+        public var status: Int?
+        public var durationMilliseconds: Int
+        public init(id: Int64, attempt: Int, status: Int?, durationMilliseconds: Int) {
+            self.id = id
+            self.attempt = attempt
+            self.status = status
+            self.durationMilliseconds = durationMilliseconds
+        }
+    }
+
+    /// Moves succeeded jobs out of `courier.jobs` into `courier.completed_jobs`, in one
+    /// statement. Returns the ids that were still leased to `worker` and so were recorded.
+    @discardableResult
+    public static func complete(_ successes: [Success], worker: UUID, on connection: PostgresConnection) throws -> [Int64] {
+        guard !successes.isEmpty else { return [] }
+        return try connection.query("""
+            with done as (
+                delete from courier.jobs j
+                using unnest(\(successes.map(\.id)), \(successes.map(\.attempt)), \(successes.map { $0.status ?? -1 }),
+                             \(successes.map(\.durationMilliseconds))) as a(id, attempt, status, duration_ms)
+                where j.id = a.id and j.attempt = a.attempt and j.state = 'running' and j.leased_by = \(worker)
+                returning j.id, j.kind, j.queue, j.destination, j.method, j.url, j.attempt, nullif(a.status, -1) as status,
+                          a.duration_ms, j.idempotency_key, j.errors, j.created_at
+            )
+            insert into courier.completed_jobs (id, kind, queue, destination, method, url, attempt, status, duration_ms,
+                                                idempotency_key, errors, worker, created_at)
+            select id, kind, queue, destination, method, url, attempt, status, duration_ms, idempotency_key, errors,
+                   \(worker), created_at
+            from done
+            returning id
+            """).rows.map { try $0.decode(0, as: Int64.self) }
+    }
+
+    /// A failed attempt to be retried later.
+    public struct Retry: Sendable, Equatable {
+        public var id: Int64
+        public var attempt: Int
+        public var delayMilliseconds: Int64
+        /// One attempt-history entry, JSON (see `AttemptRecord`).
+        public var errorJSON: String
+        public init(id: Int64, attempt: Int, delayMilliseconds: Int64, errorJSON: String) {
+            self.id = id
+            self.attempt = attempt
+            self.delayMilliseconds = delayMilliseconds
+            self.errorJSON = errorJSON
+        }
+    }
+
+    /// Puts failed jobs back to wait `delayMilliseconds` (from the database's now),
+    /// appending each attempt's error to its history. Returns the ids recorded.
+    @discardableResult
+    public static func retry(_ retries: [Retry], worker: UUID, on connection: PostgresConnection) throws -> [Int64] {
+        guard !retries.isEmpty else { return [] }
+        return try connection.query("""
+            update courier.jobs j
+            set state = 'available', run_at = now() + a.delay_ms * interval '1 millisecond', last_delay_ms = a.delay_ms,
+                leased_by = null, lease_expires_at = null, errors = j.errors || jsonb_build_array(a.error::jsonb)
+            from unnest(\(retries.map(\.id)), \(retries.map(\.attempt)), \(retries.map(\.delayMilliseconds)),
+                        \(retries.map(\.errorJSON))) as a(id, attempt, delay_ms, error)
+            where j.id = a.id and j.attempt = a.attempt and j.state = 'running' and j.leased_by = \(worker)
+            returning j.id
+            """).rows.map { try $0.decode(0, as: Int64.self) }
+    }
+
+    /// A job that will not be retried automatically.
+    public struct DeadLetter: Sendable, Equatable {
+        public var id: Int64
+        public var attempt: Int
+        public var reason: String
+        /// The last attempt's error entry, JSON; nil when no attempt ran (e.g. a deadline passed while waiting).
+        public var errorJSON: String?
+        public var lastClass: String?
+        public var lastStatus: Int?
+        public init(id: Int64, attempt: Int, reason: String, errorJSON: String?, lastClass: String?, lastStatus: Int?) {
+            self.id = id
+            self.attempt = attempt
+            self.reason = reason
+            self.errorJSON = errorJSON
+            self.lastClass = lastClass
+            self.lastStatus = lastStatus
+        }
+    }
+
+    /// Moves jobs into `courier.dead_letters` with their full request and history, in
+    /// the same statement that deletes them. Returns the ids recorded.
+    @discardableResult
+    public static func deadLetter(_ letters: [DeadLetter], worker: UUID, on connection: PostgresConnection) throws -> [Int64] {
+        guard !letters.isEmpty else { return [] }
+        return try connection.query("""
+            with gone as (
+                delete from courier.jobs j
+                using unnest(\(letters.map(\.id)), \(letters.map(\.attempt)), \(letters.map(\.reason)),
+                             \(letters.map { $0.errorJSON ?? "" }), \(letters.map { $0.lastClass ?? "" }),
+                             \(letters.map { $0.lastStatus ?? -1 })) as a(id, attempt, reason, error, last_class, last_status)
+                where j.id = a.id and j.attempt = a.attempt and j.state = 'running' and j.leased_by = \(worker)
+                returning j.*, a.reason as dl_reason, a.error as dl_error, a.last_class as dl_class, a.last_status as dl_status
+            )
+            insert into courier.dead_letters (job_id, reason, kind, queue, priority, destination, method, url, headers,
+                body, timeout_ms, expect_content_type, idempotency_key, unique_key, args, max_attempts, deadline, attempt,
+                errors, last_class, last_status, worker, created_at)
+            select id, dl_reason, kind, queue, priority, destination, method, url, headers, body, timeout_ms,
+                expect_content_type, idempotency_key, unique_key, args, max_attempts, deadline, attempt,
+                case when dl_error = '' then errors else errors || jsonb_build_array(dl_error::jsonb) end,
+                nullif(dl_class, ''), nullif(dl_status, -1), \(worker.uuidString.lowercased()), created_at
+            from gone
+            returning job_id
+            """).rows.map { try $0.decode(0, as: Int64.self) }
+    }
+
+    /// Returns leased jobs that never started (shutdown, a destination found held back)
+    /// to the queue without consuming their attempt. `runAt` nil means at once.
+    @discardableResult
+    public static func handBack(ids: [Int64], attempts: [Int], worker: UUID, notBeforeMilliseconds: Int64 = 0,
+                                on connection: PostgresConnection) throws -> [Int64] {
+        guard !ids.isEmpty else { return [] }
+        return try connection.query("""
+            update courier.jobs j
+            set state = 'available', attempt = j.attempt - 1, leased_by = null, lease_expires_at = null,
+                run_at = greatest(j.run_at, now() + \(notBeforeMilliseconds) * interval '1 millisecond')
+            from unnest(\(ids), \(attempts)) as a(id, attempt)
+            where j.id = a.id and j.attempt = a.attempt and j.state = 'running' and j.leased_by = \(worker)
+            returning j.id
+            """).rows.map { try $0.decode(0, as: Int64.self) }
+    }
+
+    /// Extends the leases `worker` holds on `ids`. Returns the ids among them whose
+    /// cancellation an operator has requested.
+    public static func extendLeases(ids: [Int64], worker: UUID, leaseMilliseconds: Int,
+                                    on connection: PostgresConnection) throws -> [Int64] {
+        guard !ids.isEmpty else { return [] }
+        return try connection.query("""
+            update courier.jobs
+            set lease_expires_at = now() + \(leaseMilliseconds) * interval '1 millisecond'
+            where id = any(\(ids)) and state = 'running' and leased_by = \(worker)
+            returning id, cancel_requested_at is not null
+            """).rows.compactMap { row in try row.decode(1, as: Bool.self) ? try row.decode(0, as: Int64.self) : nil }
+    }
+
+    /// Ids of jobs leased to `worker` whose cancellation has been requested.
+    public static func cancelRequested(worker: UUID, on connection: PostgresConnection) throws -> [Int64] {
+        try connection.query("""
+            select id from courier.jobs
+            where state = 'running' and leased_by = \(worker) and cancel_requested_at is not null
+            """).rows.map { try $0.decode(0, as: Int64.self) }
+    }
+
+    /// What one rescue pass did.
+    public struct RescueResult: Sendable, Equatable {
+        public var requeued: Int
+        public var deadLettered: Int
+        /// False when another worker was rescuing at the same moment, so this one did nothing.
+        public var ranHere: Bool
+    }
+
+    /// Recovers jobs whose lease expired (their worker died or hung). The lost attempt
+    /// counts, recorded as `lease_expired`; since the request may have been delivered, a
+    /// job is put back only if it is safe to repeat (idempotent method or an idempotency
+    /// key) and has attempts left, and otherwise dead-lettered as `ambiguous` or
+    /// `exhausted`. Only one worker in the fleet rescues at a time (advisory lock).
+    public static func rescueExpired(limit: Int = 1000, on connection: PostgresConnection) throws -> RescueResult {
+        try connection.withTransaction { tx in
+            let locked = try tx.query("select pg_try_advisory_xact_lock(\(Self.rescueLockKey))").rows.first?.decode(0, as: Bool.self) ?? false
+            guard locked else { return RescueResult(requeued: 0, deadLettered: 0, ranHere: false) }
+            let rows = try tx.query("""
+                with expired as (
+                    select id from courier.jobs
+                    where state = 'running' and lease_expires_at < now()
+                    order by lease_expires_at limit \(limit)
+                    for update skip locked
+                ),
+                judged as (
+                    select j.id,
+                           case when j.method not in ('GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE', 'TRACE')
+                                     and j.idempotency_key is null then 'ambiguous'
+                                when j.attempt >= j.max_attempts then 'exhausted'
+                           end as verdict,
+                           jsonb_build_object('attempt', j.attempt, 'class', 'lease_expired',
+                               'message', 'the worker holding the lease stopped renewing it; the request may have been sent',
+                               'started_at', j.attempted_at, 'worker', j.leased_by::text,
+                               'duration_ms', (extract(epoch from now() - j.attempted_at) * 1000)::bigint) as error
+                    from courier.jobs j join expired e on e.id = j.id
+                ),
+                requeued as (
+                    update courier.jobs j
+                    set state = 'available', run_at = now(), leased_by = null, lease_expires_at = null,
+                        errors = j.errors || jsonb_build_array(judged.error)
+                    from judged where j.id = judged.id and judged.verdict is null
+                    returning j.id
+                ),
+                gone as (
+                    delete from courier.jobs j using judged
+                    where j.id = judged.id and judged.verdict is not null
+                    returning j.*, judged.verdict, judged.error
+                ),
+                dead as (
+                    insert into courier.dead_letters (job_id, reason, kind, queue, priority, destination, method, url, headers,
+                        body, timeout_ms, expect_content_type, idempotency_key, unique_key, args, max_attempts, deadline,
+                        attempt, errors, last_class, worker, created_at)
+                    select id, verdict, kind, queue, priority, destination, method, url, headers, body, timeout_ms,
+                        expect_content_type, idempotency_key, unique_key, args, max_attempts, deadline, attempt,
+                        errors || jsonb_build_array(error), 'lease_expired', leased_by::text, created_at
+                    from gone
+                    returning 1
+                )
+                select (select count(*) from requeued)::bigint, (select count(*) from dead)::bigint
+                """).rows
+            let requeued = try rows.first?.decode(0, as: Int.self) ?? 0
+            let dead = try rows.first?.decode(1, as: Int.self) ?? 0
+            if requeued > 0 {
+                try tx.query("select pg_notify('courier_jobs', '')")
+            }
+            return RescueResult(requeued: requeued, deadLettered: dead, ranHere: true)
+        }
+    }
+
+    /// Deletes succeeded-job records older than the retention, a batch at a time.
+    /// Returns how many were deleted.
+    public static func pruneCompleted(olderThanMilliseconds: Int64, batch: Int = 5000,
+                                      on connection: PostgresConnection) throws -> Int {
+        try connection.execute("""
+            delete from courier.completed_jobs
+            where id in (
+                select id from courier.completed_jobs
+                where finished_at < now() - \(olderThanMilliseconds) * interval '1 millisecond'
+                limit \(batch))
+            """)
+    }
+
+    /// "courier-rescue" as an advisory lock key.
+    static let rescueLockKey: Int64 = 0x6375_7272_6573_6375
+}

@@ -1,0 +1,110 @@
+import CourierCore
+import Foundation
+import Postgres
+
+/// The statements about `courier.jobs` that enqueue, inspect and cancel jobs.
+/// (Leasing and acknowledging live in `JobsTable+Lease.swift`.)
+public enum JobsTable {
+    /// Enqueues one job through `courier.enqueue(...)`, so SQL callers and Swift callers
+    /// share one set of rules. Returns the new job's id, or the id of the waiting or
+    /// running job that already holds `uniqueKey`.
+    public static func enqueue(_ request: EnqueueRequest, on connection: PostgresConnection) throws -> Int64 {
+        let query: PostgresQuery
+        let headers = PostgresJSON(request.headersJSON)
+        switch request.idempotencyKey {
+        case .generated:
+            query = """
+                select courier.enqueue(url => \(request.url), method => \(request.method), headers => \(headers),
+                    body => \(request.body), queue => \(request.queue), priority => \(request.priority),
+                    run_at => coalesce(\(request.runAt)::timestamptz, now()), max_attempts => \(request.maxAttempts),
+                    deadline => \(request.deadline), unique_key => \(request.uniqueKey), destination => \(request.destination),
+                    timeout_ms => \(request.timeoutMilliseconds), expect_content_type => \(request.expectContentType))
+                """
+        case .custom, .none:
+            let key: String? = if case .custom(let key) = request.idempotencyKey { key } else { nil }
+            query = """
+                select courier.enqueue(url => \(request.url), method => \(request.method), headers => \(headers),
+                    body => \(request.body), queue => \(request.queue), priority => \(request.priority),
+                    run_at => coalesce(\(request.runAt)::timestamptz, now()), max_attempts => \(request.maxAttempts),
+                    deadline => \(request.deadline), unique_key => \(request.uniqueKey), destination => \(request.destination),
+                    timeout_ms => \(request.timeoutMilliseconds), expect_content_type => \(request.expectContentType),
+                    idempotency_key => \(key))
+                """
+        }
+        guard let row = try connection.query(query).rows.first else {
+            throw PostgresError(kind: .protocolViolation, message: "courier.enqueue returned no row")
+        }
+        return try row.decode(0, as: Int64.self)
+    }
+
+    /// The outcome of a bulk enqueue.
+    public struct BulkResult: Sendable, Equatable {
+        /// Jobs inserted.
+        public var inserted: Int
+        /// Lines skipped because a waiting or running job already held their `unique_key`.
+        public var skippedByUniqueKey: Int
+    }
+
+    /// Enqueues many jobs in one transaction with COPY: all or nothing.
+    ///
+    /// Each request should have passed `validate()`; the table's CHECK constraints
+    /// are the backstop. Idempotency keys are generated here for `.generated`.
+    /// - Parameter progress: called with the number of rows loaded so far.
+    public static func enqueueMany(
+        _ requests: [EnqueueRequest],
+        on connection: PostgresConnection,
+        chunkSize: Int = 20_000,
+        progress: ((Int) -> Void)? = nil
+    ) throws -> BulkResult {
+        try connection.withTransaction { tx in
+            try tx.simpleQuery("""
+                create temp table if not exists courier_enqueue_stage (
+                    ord bigint, url text, method text, headers jsonb, body text, queue text, priority int,
+                    run_at timestamptz, max_attempts int, deadline timestamptz, idempotency_key text,
+                    unique_key text, destination text, timeout_ms int, expect_content_type text
+                ) on commit delete rows
+                """)
+            var loaded = 0
+            var start = 0
+            while start < requests.count {
+                let end = min(start + chunkSize, requests.count)
+                let rows = requests[start..<end].enumerated().map { offset, request in
+                    Self.stageRow(request, ordinal: start + offset)
+                }
+                loaded += try tx.copyFrom("""
+                    copy courier_enqueue_stage (ord, url, method, headers, body, queue, priority, run_at, max_attempts,
+                        deadline, idempotency_key, unique_key, destination, timeout_ms, expect_content_type) from stdin
+                    """, rows: rows)
+                progress?(loaded)
+                start = end
+            }
+            let inserted = try tx.execute("""
+                insert into courier.jobs (queue, priority, run_at, max_attempts, deadline, destination, method, url,
+                    headers, body, timeout_ms, expect_content_type, idempotency_key, unique_key)
+                select s.queue, s.priority, coalesce(s.run_at, now()), s.max_attempts, s.deadline,
+                    coalesce(s.destination, courier.destination_of(s.url)), s.method, s.url, s.headers, s.body,
+                    s.timeout_ms, s.expect_content_type, s.idempotency_key, s.unique_key
+                from courier_enqueue_stage s
+                order by s.ord
+                on conflict (unique_key) where unique_key is not null do nothing
+                """)
+            try tx.query("select pg_notify('courier_jobs', q.queue) from (select distinct queue from courier_enqueue_stage) q")
+            try tx.simpleQuery("truncate courier_enqueue_stage")
+            return BulkResult(inserted: inserted, skippedByUniqueKey: requests.count - inserted)
+        }
+    }
+
+    static func stageRow(_ request: EnqueueRequest, ordinal: Int) -> [String?] {
+        let key: String? = switch request.idempotencyKey {
+        case .generated: UUID().uuidString.lowercased()
+        case .custom(let key): key
+        case .none: nil
+        }
+        return [
+            String(ordinal), request.url, request.method.uppercased(), request.headersJSON, request.body, request.queue,
+            String(request.priority), request.runAt?.postgresText, String(request.maxAttempts),
+            request.deadline?.postgresText, key, request.uniqueKey, request.destination,
+            String(request.timeoutMilliseconds), request.expectContentType?.lowercased(),
+        ]
+    }
+}

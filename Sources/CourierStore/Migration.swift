@@ -1,0 +1,24 @@
+import Foundation
+import Postgres
+
+/// One numbered schema migration from `sql/`, carried inside the binary.
+public struct Migration: Sendable, Equatable {
+    /// The number the file starts with; migrations apply in this order.
+    public let version: Int
+    /// The file name in `sql/`, e.g. `0001_core_schema.sql`.
+    public let name: String
+    /// The SQL text, applied in one transaction.
+    public let sql: String
+}
+
+extension Migration {
+    /// Every migration, oldest first. A test checks this list against the files in `sql/`.
+    public static let all: [Migration] = [
+        Migration(version: 1, name: "0001_core_schema.sql", bytes: PackageResources._001_core_schema_sql),
+        Migration(version: 2, name: "0002_worker_runtime.sql", bytes: PackageResources._002_worker_runtime_sql),
+    ]
+
+    init(version: Int, name: String, bytes: [UInt8]) {
+        self.init(version: version, name: name, sql: String(decoding: bytes, as: UTF8.self))
+    }
+}

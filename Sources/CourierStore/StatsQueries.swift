@@ -1,0 +1,44 @@
+import Foundation
+import Postgres
+
+/// Read-only figures for `jobctl stats`.
+public enum StatsQueries {
+    /// How many jobs one queue holds in one state, and how late the oldest runnable one is.
+    public struct QueueDepth: Sendable, Equatable, Encodable {
+        public var queue: String
+        public var state: String
+        public var count: Int
+        /// For `available`: seconds since the oldest job became runnable (0 when none is due yet).
+        public var oldestDueSeconds: Double?
+
+        enum CodingKeys: String, CodingKey {
+            case queue, state, count, oldestDueSeconds = "oldest_due_seconds"
+        }
+    }
+
+    /// Depth per queue and state, plus the number of dead letters not yet replayed.
+    public static func queueDepths(on connection: PostgresConnection) throws -> [QueueDepth] {
+        try connection.query("""
+            select queue, state, count(*)::bigint,
+                   extract(epoch from now() - min(run_at) filter (where run_at <= now()))::float8
+            from courier.jobs group by queue, state order by queue, state
+            """).rows.map { row in
+            QueueDepth(
+                queue: try row.decode(0, as: String.self), state: try row.decode(1, as: String.self),
+                count: try row.decode(2, as: Int.self),
+                oldestDueSeconds: try row.decode(1, as: String.self) == "available" ? (try row.decode(3, as: Double?.self) ?? 0) : nil
+            )
+        }
+    }
+
+    /// Dead letters waiting for a decision (not replayed), by reason.
+    public static func deadLetterCounts(on connection: PostgresConnection) throws -> [String: Int] {
+        var counts: [String: Int] = [:]
+        for row in try connection.query("""
+            select reason, count(*)::bigint from courier.dead_letters where replayed_at is null group by reason
+            """).rows {
+            counts[try row.decode(0, as: String.self)] = try row.decode(1, as: Int.self)
+        }
+        return counts
+    }
+}

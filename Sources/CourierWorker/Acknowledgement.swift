@@ -1,0 +1,73 @@
+import CourierStore
+import Foundation
+import Postgres
+
+/// One decided outcome waiting to be written. Acknowledgements are buffered and
+/// written in batches, one statement per kind, each fenced by the job's lease.
+enum Acknowledgement: Sendable, Equatable {
+    case success(JobsTable.Success)
+    case retry(JobsTable.Retry)
+    case deadLetter(JobsTable.DeadLetter)
+    /// A leased job that never started: back to the queue, attempt returned.
+    case handBack(id: Int64, attempt: Int)
+    /// A destination asked for no requests before now + delay (Retry-After).
+    case destinationPause(destination: String, milliseconds: Int64)
+}
+
+/// The acknowledgements not yet written, shared by the job tasks (producers) and
+/// the acknowledging thread (consumer).
+final class AcknowledgementBuffer: @unchecked Sendable {
+    private let lock = NSLock()
+    private var items: [Acknowledgement] = []
+
+    var count: Int { lock.withLock { items.count } }
+
+    func append(_ item: Acknowledgement) {
+        lock.withLock { items.append(item) }
+    }
+
+    /// Takes up to `limit` items, oldest first.
+    func take(limit: Int) -> [Acknowledgement] {
+        lock.withLock {
+            let taken = Array(items.prefix(limit))
+            items.removeFirst(taken.count)
+            return taken
+        }
+    }
+
+    /// Puts items that failed to be written back at the front, to be tried again.
+    func putBack(_ batch: [Acknowledgement]) {
+        lock.withLock { items.insert(contentsOf: batch, at: 0) }
+    }
+}
+
+extension Acknowledgement {
+    /// Writes a batch: one statement per kind of acknowledgement present.
+    static func write(_ batch: [Acknowledgement], worker: UUID, on connection: PostgresConnection) throws {
+        var successes: [JobsTable.Success] = []
+        var retries: [JobsTable.Retry] = []
+        var letters: [JobsTable.DeadLetter] = []
+        var handBackIDs: [Int64] = []
+        var handBackAttempts: [Int] = []
+        var pauses: [String: Int64] = [:]
+        for item in batch {
+            switch item {
+            case .success(let s): successes.append(s)
+            case .retry(let r): retries.append(r)
+            case .deadLetter(let d): letters.append(d)
+            case .handBack(let id, let attempt):
+                handBackIDs.append(id)
+                handBackAttempts.append(attempt)
+            case .destinationPause(let destination, let ms): pauses[destination] = max(pauses[destination] ?? 0, ms)
+            }
+        }
+        // Pauses first, so a job retried after Retry-After cannot be claimed before its destination is paused.
+        for (destination, ms) in pauses.sorted(by: { $0.key < $1.key }) {
+            try BreakersTable.pause(destination: destination, milliseconds: ms, on: connection)
+        }
+        try JobsTable.complete(successes, worker: worker, on: connection)
+        try JobsTable.retry(retries, worker: worker, on: connection)
+        try JobsTable.deadLetter(letters, worker: worker, on: connection)
+        try JobsTable.handBack(ids: handBackIDs, attempts: handBackAttempts, worker: worker, on: connection)
+    }
+}

@@ -1,0 +1,58 @@
+import CourierCore
+import CourierHTTP
+import CourierStore
+import Foundation
+
+/// The built-in `http` kind: sends the job's request with its idempotency key and
+/// classifies what came back.
+public struct HTTPJobHandler: JobHandler {
+    let transport: any HTTPTransport
+    let secrets: SecretResolver
+
+    public init(transport: any HTTPTransport, secrets: SecretResolver) {
+        self.transport = transport
+        self.secrets = secrets
+    }
+
+    public func perform(_ job: ClaimedJob) async -> Classification {
+        let request: HTTPRequest
+        switch buildRequest(job) {
+        case .success(let built): request = built
+        case .failure(let refusal): return OutcomeClassifier.classify(.blocked(refusal.message), expectContentType: nil, now: Date())
+        }
+        let outcome = await transport.send(request)
+        return OutcomeClassifier.classify(outcome, expectContentType: job.expectContentType, now: Date())
+    }
+
+    struct Refusal: Error { var message: String }
+
+    /// The request for one attempt: stored headers with secrets resolved, the
+    /// `Idempotency-Key` header, and a content type for bodies that have none.
+    func buildRequest(_ job: ClaimedJob) -> Result<HTTPRequest, Refusal> {
+        guard let url = job.url else { return .failure(Refusal(message: "the job has no url")) }
+        var headers: [HTTPHeader] = []
+        let stored = (try? JSONSerialization.jsonObject(with: Data(job.headersJSON.utf8))) as? [String: Any] ?? [:]
+        for name in stored.keys.sorted() {
+            if let value = stored[name] as? String {
+                headers.append(HTTPHeader(name: name, value: value))
+            } else if let reference = stored[name] as? [String: Any], let secretName = reference["secret"] as? String {
+                guard let value = secrets.resolve(secretName) else {
+                    return .failure(Refusal(message: "secret '\(secretName)' for header \(name) is not set (\(SecretResolver.environmentName(for: secretName)) or the secrets directory)"))
+                }
+                headers.append(HTTPHeader(name: name, value: value))
+            }
+        }
+        func has(_ name: String) -> Bool { headers.contains { $0.name.caseInsensitiveCompare(name) == .orderedSame } }
+        if let key = job.idempotencyKey, !has("Idempotency-Key") {
+            headers.append(HTTPHeader(name: "Idempotency-Key", value: key))
+        }
+        if let body = job.body, !has("Content-Type") {
+            let looksLikeJSON = (try? JSONSerialization.jsonObject(with: Data(body.utf8), options: [.fragmentsAllowed])) != nil
+            headers.append(HTTPHeader(name: "Content-Type", value: looksLikeJSON ? "application/json" : "text/plain; charset=utf-8"))
+        }
+        return .success(HTTPRequest(
+            method: job.method, url: url, headers: headers, body: job.body.map { Array($0.utf8) },
+            timeout: .milliseconds(job.timeoutMilliseconds), connectTimeout: .milliseconds(min(job.timeoutMilliseconds, 10_000))
+        ))
+    }
+}

@@ -1,0 +1,86 @@
+import Foundation
+
+/// One line per event, logfmt (default) or JSON, written to standard error.
+/// Values are written as given: callers never pass header values or bodies.
+public final class Logger: @unchecked Sendable {
+    public enum Format: String, Sendable { case logfmt, json }
+    public enum Level: Int, Sendable, Comparable {
+        case debug = 0, info, warning, error
+        public static func < (a: Level, b: Level) -> Bool { a.rawValue < b.rawValue }
+        var name: String { ["debug", "info", "warn", "error"][rawValue] }
+        public init?(name: String) {
+            switch name.lowercased() {
+            case "debug": self = .debug
+            case "info": self = .info
+            case "warn", "warning": self = .warning
+            case "error": self = .error
+            default: return nil
+            }
+        }
+    }
+
+    private let format: Format
+    private let minimum: Level
+    private let lock = NSLock()
+    private let sink: @Sendable (String) -> Void
+    /// Fields added to every line (e.g. the worker id).
+    private let context: [(String, String)]
+
+    public init(format: Format = .logfmt, level: Level = .info, context: [(String, String)] = [],
+                sink: @escaping @Sendable (String) -> Void = { line in FileHandle.standardError.write(Data(line.utf8)) }) {
+        self.format = format
+        self.minimum = level
+        self.context = context
+        self.sink = sink
+    }
+
+    public func debug(_ message: String, _ fields: [(String, any Sendable)] = []) { log(.debug, message, fields) }
+    public func info(_ message: String, _ fields: [(String, any Sendable)] = []) { log(.info, message, fields) }
+    public func warning(_ message: String, _ fields: [(String, any Sendable)] = []) { log(.warning, message, fields) }
+    public func error(_ message: String, _ fields: [(String, any Sendable)] = []) { log(.error, message, fields) }
+
+    public func isEnabled(_ level: Level) -> Bool { level >= minimum }
+
+    public func log(_ level: Level, _ message: String, _ fields: [(String, any Sendable)]) {
+        guard level >= minimum else { return }
+        let time = Date().formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
+        var all: [(String, String)] = [("time", time), ("level", level.name), ("msg", message)]
+        all += context
+        all += fields.map { ($0.0, "\($0.1)") }
+        let line = format == .json ? Self.json(all) : Self.logfmt(all)
+        lock.lock()
+        sink(line + "\n")
+        lock.unlock()
+    }
+
+    static func logfmt(_ fields: [(String, String)]) -> String {
+        fields.map { key, value in
+            let needsQuotes = value.isEmpty || value.contains(where: { $0 == " " || $0 == "=" || $0 == "\"" || $0.isNewline })
+            guard needsQuotes else { return "\(key)=\(value)" }
+            let escaped = value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+                .replacingOccurrences(of: "\n", with: "\\n")
+            return "\(key)=\"\(escaped)\""
+        }.joined(separator: " ")
+    }
+
+    static func json(_ fields: [(String, String)]) -> String {
+        let body = fields.map { key, value in "\(jsonString(key)):\(jsonString(value))" }.joined(separator: ",")
+        return "{\(body)}"
+    }
+
+    static func jsonString(_ text: String) -> String {
+        var out = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
+    }
+}

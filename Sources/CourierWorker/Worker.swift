@@ -1,0 +1,488 @@
+import CourierCore
+import CourierStore
+import Foundation
+import Postgres
+
+/// A `jobworker` process's runtime: leases jobs, runs them with bounded
+/// concurrency, turns every outcome into one decision and writes it back fenced by
+/// the lease; renews leases, rescues expired ones, and shuts down gracefully.
+///
+/// The database loops (claim, acknowledge, maintenance, listen) each own a dedicated
+/// thread and connection, because libpq calls block; jobs themselves run as Swift
+/// tasks, so a slow request holds no thread.
+public final class Worker: @unchecked Sendable {
+    public let id = UUID()
+    public let configuration: WorkerConfiguration
+    let logger: Logger
+    let metrics: WorkerMetrics
+    private var handlers: [String: any JobHandler] = [:]
+
+    // State shared by the threads and the job tasks, guarded by `lock`.
+    private let lock = NSLock()
+    private var stopping = false
+    private var inFlight: [Int64: InFlightJob] = [:]
+    private var random = SystemRandomNumberGenerator()
+
+    private let acknowledgements = AcknowledgementBuffer()
+    private let claimSignal = ThreadSignal()
+    private let ackSignal = ThreadSignal()
+    private let maintenanceSignal = ThreadSignal()
+    private let outage: OutageTracker
+    private var threads: [Thread] = []
+    private let finished = DispatchGroup()
+    private var shutdownStarted = false
+
+    struct InFlightJob {
+        var job: ClaimedJob
+        var task: Task<Void, Never>?
+        var started = false
+        var cancelledByOperator = false
+        var abortedByShutdown = false
+    }
+
+    /// - Parameters:
+    ///   - handlers: job kinds besides `http` and `noop`; more can be added with `register`.
+    public init(configuration: WorkerConfiguration, httpHandler: any JobHandler, logger: Logger,
+                metrics: WorkerMetrics = WorkerMetrics()) {
+        self.configuration = configuration
+        self.logger = logger
+        self.metrics = metrics
+        self.outage = OutageTracker(logger: logger)
+        handlers["http"] = httpHandler
+        handlers["noop"] = NoopJobHandler()
+    }
+
+    /// Registers a handler for a job kind (enqueued with `courier.enqueue_job(kind, args)`). Call before `run`.
+    public func register(kind: String, handler: any JobHandler) {
+        lock.withLock { handlers[kind] = handler }
+    }
+
+    /// True once a graceful shutdown has begun.
+    public var isStopping: Bool { lock.withLock { stopping } }
+
+    /// Jobs this worker holds right now.
+    public var inFlightCount: Int { lock.withLock { inFlight.count } }
+
+    /// Whether the database answered the last time any loop asked.
+    public var isDatabaseReachable: Bool { !outage.isDown }
+
+    /// Runs until `shutdown()` (or SIGTERM/SIGINT via `ShutdownSignals`) and the
+    /// graceful shutdown completes.
+    public func run() async {
+        logger.info("worker starting", [
+            ("worker", id.uuidString.lowercased()), ("queues", configuration.queues.joined(separator: ",")),
+            ("concurrency", configuration.concurrency), ("lease", DurationParser.format(configuration.lease)),
+        ])
+        startThread("courier-claim", claimLoop)
+        startThread("courier-ack", acknowledgeLoop)
+        startThread("courier-maintenance", maintenanceLoop)
+        startThread("courier-listen", listenLoop)
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            finished.notify(queue: .global()) { continuation.resume() }
+        }
+        logger.info("worker stopped", [("worker", id.uuidString.lowercased())])
+    }
+
+    /// Begins a graceful shutdown: no new leases; in-flight jobs get the grace to
+    /// finish; claimed jobs that have not started go back at once without using an
+    /// attempt; what still runs after the grace is aborted and handed back.
+    public func shutdown() {
+        let first = lock.withLock { () -> Bool in
+            defer { stopping = true; shutdownStarted = true }
+            return !shutdownStarted
+        }
+        guard first else { return }
+        logger.info("shutdown requested", [("in_flight", inFlightCount), ("grace", DurationParser.format(configuration.shutdownGrace))])
+        claimSignal.signal()
+        maintenanceSignal.signal()
+    }
+
+    private func startThread(_ name: String, _ body: @escaping @Sendable () -> Void) {
+        finished.enter()
+        let thread = Thread { [finished] in
+            body()
+            finished.leave()
+        }
+        thread.name = name
+        thread.stackSize = 1 << 20
+        threads.append(thread)
+        thread.start()
+    }
+
+    private func makeSession(channels: [String] = []) -> DatabaseSession {
+        DatabaseSession(configuration: configuration.database, outage: outage, logger: logger, channels: channels,
+                        shouldStop: { [weak self] in self?.isStopping ?? true })
+    }
+
+    // MARK: - Claiming
+
+    private func claimLoop() {
+        let session = makeSession()
+        defer { session.close() }
+        let queues = configuration.queues
+        var next = 0
+        let fullBatch = min(configuration.claimBatch, configuration.concurrency)
+        while !isStopping {
+            let (free, running) = lock.withLock { (configuration.concurrency - inFlight.count, inFlight.count) }
+            // Batch claims while busy; claim at once when idle so pickup stays fast.
+            let threshold = running == 0 ? 1 : max(1, fullBatch / 2)
+            let backlog = acknowledgements.count > configuration.ackBatch * 4
+            var claimedFull = false
+            if free >= threshold && !backlog {
+                var triedQueues = 0
+                while triedQueues < queues.count && !isStopping {
+                    let queue = queues[next % queues.count]
+                    next += 1
+                    triedQueues += 1
+                    let want = min(configuration.concurrency - inFlightCount, configuration.claimBatch)
+                    guard want > 0 else { break }
+                    let result = session.run { connection in
+                        try JobsTable.claim(queue: queue, limit: want, worker: self.id,
+                                            leaseMilliseconds: Int(configuration.lease.milliseconds), on: connection)
+                    }
+                    guard case .success(let jobs) = result else { break }
+                    metrics.recordClaim(batch: jobs.count)
+                    start(jobs)
+                    if jobs.count == want { claimedFull = true; break }
+                }
+            }
+            if claimedFull { continue }
+            claimSignal.wait(timeout: configuration.pollInterval)
+        }
+    }
+
+    private func start(_ jobs: [ClaimedJob]) {
+        guard !jobs.isEmpty else { return }
+        lock.withLock {
+            for job in jobs { inFlight[job.id] = InFlightJob(job: job) }
+        }
+        for job in jobs {
+            let task = Task { [self] in await self.execute(job) }
+            lock.withLock { inFlight[job.id]?.task = task }
+        }
+    }
+
+    // MARK: - Executing
+
+    /// Marks a job started, unless shutdown began first (then it goes back unstarted).
+    private func begin(_ id: Int64) -> Bool {
+        lock.withLock {
+            guard !stopping, inFlight[id] != nil else { return false }
+            inFlight[id]?.started = true
+            return true
+        }
+    }
+
+    private func execute(_ job: ClaimedJob) async {
+        guard begin(job.id) else {
+            acknowledge(.handBack(id: job.id, attempt: job.attempt))
+            finish(job.id)
+            return
+        }
+        let startedAt = Date()
+        let clock = ContinuousClock.now
+        let classification: Classification
+        if let deadline = job.deadline, deadline <= startedAt {
+            classification = Classification(succeeded: false, errorClass: nil, message: "the deadline passed before the attempt",
+                                            mayHaveBeenDelivered: false, retryable: false)
+            acknowledge(.deadLetter(.init(id: job.id, attempt: job.attempt, reason: DeadLetterReason.deadline.rawValue,
+                                          errorJSON: nil, lastClass: nil, lastStatus: nil)))
+            metrics.recordDeadLetter(reason: .deadline)
+            logJob(job, "job dead-lettered", classification, [("reason", "deadline")])
+            finish(job.id)
+            return
+        } else if job.cancelRequested {
+            classification = Classification(succeeded: false, errorClass: .cancelled, message: "cancelled by an operator",
+                                            mayHaveBeenDelivered: false, retryable: false)
+        } else if let handler = lock.withLock({ handlers[job.kind] }) {
+            classification = await handler.perform(job)
+        } else {
+            classification = Classification(succeeded: false, errorClass: .client,
+                                            message: "no handler is registered for job kind '\(job.kind)'",
+                                            mayHaveBeenDelivered: false, retryable: false)
+        }
+        let elapsed = ContinuousClock.now - clock
+        let flags = lock.withLock { inFlight[job.id].map { ($0.cancelledByOperator, $0.abortedByShutdown) } } ?? (false, false)
+        record(job, classification, startedAt: startedAt, elapsed: elapsed,
+               cancelledByOperator: flags.0, abortedByShutdown: flags.1)
+        finish(job.id)
+    }
+
+    private func finish(_ id: Int64) {
+        lock.withLock { _ = inFlight.removeValue(forKey: id) }
+        claimSignal.signal()
+    }
+
+    private func acknowledge(_ item: Acknowledgement) {
+        acknowledgements.append(item)
+        if acknowledgements.count >= configuration.ackBatch { ackSignal.signal() } else { ackSignal.signal() }
+    }
+
+    /// Turns one attempt's classification into its decision and queues the write.
+    private func record(_ job: ClaimedJob, _ classification: Classification, startedAt: Date, elapsed: Duration,
+                        cancelledByOperator: Bool, abortedByShutdown: Bool) {
+        let durationMs = Int(elapsed.milliseconds)
+        metrics.recordAttempt(classification)
+        if classification.succeeded {
+            acknowledge(.success(.init(id: job.id, attempt: job.attempt, status: classification.status, durationMilliseconds: durationMs)))
+            metrics.recordSuccess(afterRetry: job.attempt > 1)
+            if logger.isEnabled(.debug) { logJob(job, "job succeeded", classification, [("duration_ms", durationMs)]) }
+            return
+        }
+        let facts = JobRetryFacts(method: job.method, hasIdempotencyKey: job.idempotencyKey != nil, attempt: job.attempt,
+                                  maxAttempts: job.maxAttempts, deadline: job.deadline,
+                                  previousDelay: job.lastDelayMilliseconds.map { .milliseconds($0) })
+        var effective = classification
+        let decision: JobDecision
+        if cancelledByOperator {
+            effective.errorClass = .cancelled
+            effective.message = "cancelled by an operator while running: " + classification.message
+            decision = .deadLetter(.cancelled)
+        } else if abortedByShutdown {
+            // The request was aborted mid-flight: it may have been delivered.
+            effective.errorClass = .cancelled
+            effective.message = "aborted at shutdown after the grace period; the request may have been sent"
+            if !facts.isSafeToRepeat {
+                decision = .deadLetter(.ambiguous)
+            } else if job.attempt >= job.maxAttempts {
+                decision = .deadLetter(.exhausted)
+            } else {
+                decision = .retry(at: Date(), delay: .zero, destinationNotBefore: nil)
+            }
+        } else {
+            decision = lock.withLock {
+                RetryDecider.decide(classification, job: facts, policy: configuration.retryPolicy, now: Date(), rng: &random)
+            }
+        }
+        let error = attemptJSON(job, effective, startedAt: startedAt, durationMs: durationMs)
+        switch decision {
+        case .succeed:
+            acknowledge(.success(.init(id: job.id, attempt: job.attempt, status: classification.status, durationMilliseconds: durationMs)))
+        case .retry(_, let delay, let notBefore):
+            if let notBefore {
+                let pause = max(Int64(0), Int64(notBefore.timeIntervalSinceNow * 1000))
+                acknowledge(.destinationPause(destination: job.destination, milliseconds: pause))
+            }
+            acknowledge(.retry(.init(id: job.id, attempt: job.attempt, delayMilliseconds: Int64(delay.milliseconds), errorJSON: error)))
+            metrics.recordRetry(delay: delay)
+            logJob(job, "attempt failed; retrying", effective, [("retry_in", DurationParser.format(delay))])
+        case .deadLetter(let reason):
+            acknowledge(.deadLetter(.init(id: job.id, attempt: job.attempt, reason: reason.rawValue, errorJSON: error,
+                                          lastClass: effective.errorClass?.rawValue, lastStatus: effective.status)))
+            metrics.recordDeadLetter(reason: reason)
+            logJob(job, "job dead-lettered", effective, [("reason", reason.rawValue)])
+        }
+    }
+
+    private func attemptJSON(_ job: ClaimedJob, _ c: Classification, startedAt: Date, durationMs: Int) -> String {
+        var object: [String: Any] = [
+            "attempt": job.attempt,
+            "class": c.errorClass?.rawValue ?? "unknown",
+            "message": c.message,
+            "started_at": Timestamp.format(startedAt),
+            "duration_ms": durationMs,
+            "worker": id.uuidString.lowercased(),
+        ]
+        if let status = c.status { object["status"] = status }
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    private func logJob(_ job: ClaimedJob, _ message: String, _ c: Classification, _ extra: [(String, any Sendable)] = []) {
+        var fields: [(String, any Sendable)] = [
+            ("job", job.id), ("queue", job.queue), ("destination", job.destination), ("attempt", job.attempt),
+            ("class", c.errorClass?.rawValue ?? "none"),
+        ]
+        if let status = c.status { fields.append(("status", status)) }
+        fields.append(("detail", c.message))
+        fields += extra
+        logger.log(c.succeeded ? .debug : .info, message, fields)
+    }
+
+    // MARK: - Acknowledging
+
+    private func acknowledgeLoop() {
+        let session = makeSession()
+        defer { session.close() }
+        while true {
+            ackSignal.wait(timeout: .milliseconds(100))
+            let done = lock.withLock { stopping && inFlight.isEmpty }
+            if acknowledgements.count > 0 && acknowledgements.count < configuration.ackBatch && !done {
+                // Give a batch a moment to fill: one statement for many jobs.
+                Thread.sleep(forTimeInterval: Double(configuration.ackFlushInterval.milliseconds) / 1000)
+            }
+            while acknowledgements.count > 0 {
+                let batch = acknowledgements.take(limit: configuration.ackBatch)
+                let started = ContinuousClock.now
+                let result = session.run { connection in
+                    try Acknowledgement.write(batch, worker: self.id, on: connection)
+                }
+                if case .failure = result {
+                    acknowledgements.putBack(batch)
+                    if done && lock.withLock({ ackGiveUp }) { return }
+                    break
+                }
+                metrics.recordAckFlush(count: batch.count, latency: ContinuousClock.now - started)
+            }
+            if done && acknowledgements.count == 0 && lock.withLock({ drained }) { return }
+        }
+    }
+
+    private var drained = false
+    private var ackGiveUp = false
+
+    // MARK: - Maintenance: heartbeats, lease renewal, cancellation, rescue, pruning
+
+    private func maintenanceLoop() {
+        let session = makeSession()
+        defer { session.close() }
+        let registration = WorkersTable.Registration(
+            id: id, host: ProcessInfo.processInfo.hostName, pid: Int(getpid()), queues: configuration.queues,
+            concurrency: configuration.concurrency, version: CourierVersion.current,
+            heartbeatIntervalMilliseconds: Int(configuration.heartbeatInterval.milliseconds))
+        var registered = false
+        var lastHeartbeat = ContinuousClock.now - .seconds(3600)
+        var lastRescue = ContinuousClock.now - .seconds(3600)
+        var lastPrune = ContinuousClock.now
+        let rescueInterval = max(.seconds(1), min(configuration.lease / 4, .seconds(15)))
+        while !isStopping {
+            let now = ContinuousClock.now
+            if !registered {
+                if case .success = session.run({ try WorkersTable.register(registration, on: $0) }) { registered = true }
+            }
+            let held = lock.withLock { Array(inFlight.keys) }
+            if now - lastHeartbeat >= configuration.heartbeatInterval {
+                let result = session.run { connection -> [Int64] in
+                    if !(try WorkersTable.heartbeat(id: self.id, stopping: false, on: connection)) {
+                        try WorkersTable.register(registration, on: connection)
+                    }
+                    return try JobsTable.extendLeases(ids: held, worker: self.id,
+                                                      leaseMilliseconds: Int(self.configuration.lease.milliseconds), on: connection)
+                }
+                if case .success(let cancelled) = result {
+                    lastHeartbeat = now
+                    cancelRunning(cancelled)
+                }
+            } else if !held.isEmpty {
+                // Cancellation reaches a running job within a second even if a NOTIFY was missed.
+                if case .success(let cancelled) = session.run({ try JobsTable.cancelRequested(worker: self.id, on: $0) }) {
+                    cancelRunning(cancelled)
+                }
+            }
+            if now - lastRescue >= rescueInterval {
+                if case .success(let result) = session.run({ try JobsTable.rescueExpired(on: $0) }) {
+                    lastRescue = now
+                    if result.requeued + result.deadLettered > 0 {
+                        logger.warning("rescued jobs whose lease expired", [("requeued", result.requeued), ("dead_lettered", result.deadLettered)])
+                        metrics.recordRescue(requeued: result.requeued, deadLettered: result.deadLettered)
+                    }
+                }
+            }
+            if now - lastPrune >= .seconds(60) {
+                let retentionMs = Int64(configuration.retention.milliseconds)
+                _ = session.run { connection in
+                    _ = try JobsTable.pruneCompleted(olderThanMilliseconds: retentionMs, on: connection)
+                    try WorkersTable.pruneDead(on: connection)
+                }
+                lastPrune = now
+            }
+            maintenanceSignal.wait(timeout: .seconds(1))
+        }
+        gracefulShutdown(session: session)
+    }
+
+    /// Runs on the maintenance thread once stopping is set.
+    private func gracefulShutdown(session: DatabaseSession) {
+        _ = session.run { try WorkersTable.heartbeat(id: self.id, stopping: true, on: $0) }
+        let deadline = ContinuousClock.now + configuration.shutdownGrace
+        var lastRenewal = ContinuousClock.now
+        // In-flight jobs finish within the grace; keep their leases alive meanwhile.
+        while inFlightCount > 0 && ContinuousClock.now < deadline {
+            if ContinuousClock.now - lastRenewal >= configuration.heartbeatInterval {
+                let held = lock.withLock { Array(inFlight.keys) }
+                _ = session.run { try JobsTable.extendLeases(ids: held, worker: self.id,
+                                                              leaseMilliseconds: Int(self.configuration.lease.milliseconds), on: $0) }
+                lastRenewal = ContinuousClock.now
+            }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        let remaining = lock.withLock { () -> [Task<Void, Never>] in
+            var tasks: [Task<Void, Never>] = []
+            for (id, job) in inFlight {
+                inFlight[id]?.abortedByShutdown = true
+                if let task = job.task { tasks.append(task) }
+            }
+            return tasks
+        }
+        if !remaining.isEmpty {
+            logger.warning("grace period over; aborting in-flight jobs", [("jobs", remaining.count)])
+            remaining.forEach { $0.cancel() }
+            let abortDeadline = ContinuousClock.now + .seconds(5)
+            while inFlightCount > 0 && ContinuousClock.now < abortDeadline {
+                Thread.sleep(forTimeInterval: 0.01)
+            }
+        }
+        // Let the acknowledging thread write everything, then leave.
+        lock.withLock { drained = true }
+        ackSignal.signal()
+        let flushDeadline = ContinuousClock.now + .seconds(10)
+        while acknowledgements.count > 0 && ContinuousClock.now < flushDeadline {
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+        if acknowledgements.count > 0 {
+            logger.error("could not write all results before exiting; their leases will expire and the jobs be rescued",
+                         [("pending", acknowledgements.count)])
+            lock.withLock { ackGiveUp = true }
+        }
+        ackSignal.signal()
+        _ = session.run { try WorkersTable.deregister(id: self.id, on: $0) }
+        claimSignal.signal()
+    }
+
+    /// Aborts running jobs an operator cancelled; each is recorded as `cancelled`.
+    func cancelRunning(_ ids: [Int64]) {
+        let tasks = lock.withLock { () -> [Task<Void, Never>] in
+            ids.compactMap { id in
+                guard inFlight[id] != nil, inFlight[id]?.cancelledByOperator == false else { return nil }
+                inFlight[id]?.cancelledByOperator = true
+                return inFlight[id]?.task
+            }
+        }
+        for task in tasks { task.cancel() }
+    }
+
+    // MARK: - Listening
+
+    private func listenLoop() {
+        let session = makeSession(channels: ["courier_jobs", "courier_cancel"])
+        defer { session.close() }
+        var wasConnected = false
+        while !isStopping {
+            let result = session.run { connection in
+                try connection.waitForNotifications(timeout: .milliseconds(500))
+            }
+            switch result {
+            case .success(let notifications):
+                if !wasConnected {
+                    // Notifications sent while we were away are lost: look once.
+                    wasConnected = true
+                    claimSignal.signal()
+                }
+                for note in notifications {
+                    if note.channel == "courier_jobs" {
+                        claimSignal.signal()
+                    } else if note.channel == "courier_cancel" {
+                        cancelRunning(note.payload.split(separator: ",").compactMap { Int64($0) })
+                    }
+                }
+            case .failure:
+                wasConnected = false
+            }
+        }
+    }
+}
+
+/// The version string workers register with.
+public enum CourierVersion {
+    public static let current = "0.1.0"
+}

@@ -1,0 +1,63 @@
+import CourierCore
+import Foundation
+import Postgres
+
+/// Everything a worker is told by flags or `COURIER_*` variables, with documented defaults.
+public struct WorkerConfiguration: Sendable {
+    /// Where the queue lives.
+    public var database: PostgresConfiguration
+    /// Queues to take jobs from, claimed round-robin. Default `["default"]`.
+    public var queues: [String] = ["default"]
+    /// Jobs run at once. Default 32.
+    public var concurrency: Int = 32
+    /// How long a lease lasts before another worker may rescue the job. Renewed at a third of it. Default 30 s.
+    public var lease: Duration = .seconds(30)
+    /// How long in-flight jobs may take to finish after SIGTERM/SIGINT. Default 25 s.
+    public var shutdownGrace: Duration = .seconds(25)
+    /// Backoff and Retry-After rules. Defaults: exponential from 1 s, capped at 10 min, full jitter; Retry-After capped at 1 h.
+    public var retryPolicy = RetryPolicy(backoff: BackoffPolicy(), retryAfterCap: .seconds(3600))
+    /// The circuit breaker rules shared by the fleet.
+    public var breakerPolicy = BreakerPolicy()
+    /// The polling fallback when no NOTIFY arrives. Default 1 s.
+    public var pollInterval: Duration = .seconds(1)
+    /// How long succeeded jobs stay visible to `jobctl show`. Default 24 h.
+    public var retention: Duration = .seconds(86_400)
+    /// Destinations on loopback, private and link-local addresses are refused unless true.
+    public var allowPrivateNetworks = false
+    /// Where `{"secret": NAME}` header values are read from when `COURIER_SECRET_<NAME>` is not set.
+    public var secretsDirectory: String?
+    /// Largest response body prefix kept, in bytes. Default 64 KiB.
+    public var maxResponseBytes = 65_536
+    /// Most jobs claimed in one statement. Default 100.
+    public var claimBatch = 100
+    /// Most acknowledgements written in one statement, and how long to wait to fill a batch.
+    public var ackBatch = 500
+    public var ackFlushInterval: Duration = .milliseconds(2)
+    /// `host:port` for /metrics, /healthz and /readyz; nil disables the endpoint.
+    public var metricsAddress: String?
+
+    public init(database: PostgresConfiguration) {
+        self.database = database
+    }
+
+    /// How often leases and the worker's registration are renewed.
+    public var heartbeatInterval: Duration {
+        max(.milliseconds(200), min(lease / 3, .seconds(10)))
+    }
+
+    /// Checks values that flags cannot check alone; errors name the flag.
+    public func validate() throws(ValidationError) {
+        if queues.isEmpty { throw ValidationError(field: "--queues", message: "needs at least one queue") }
+        for queue in queues where queue.range(of: #"^[A-Za-z0-9_.:-]{1,64}$"#, options: .regularExpression) == nil {
+            throw ValidationError(field: "--queues", message: "'\(queue)' is not a valid queue name")
+        }
+        if !(1...10_000).contains(concurrency) {
+            throw ValidationError(field: "--concurrency", message: "must be between 1 and 10000")
+        }
+        if lease < .seconds(1) { throw ValidationError(field: "--lease", message: "must be at least 1s") }
+        if shutdownGrace < .zero { throw ValidationError(field: "--shutdown-grace", message: "must not be negative") }
+        if pollInterval < .milliseconds(10) { throw ValidationError(field: "--poll-interval", message: "must be at least 10ms") }
+        try retryPolicy.validate()
+        try breakerPolicy.validate()
+    }
+}

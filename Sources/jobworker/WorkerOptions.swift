@@ -1,0 +1,36 @@
+import CourierCLI
+import CourierCore
+import CourierWorker
+import Postgres
+
+/// Reads a `WorkerConfiguration` from the parsed command line (flags, then
+/// `COURIER_*` variables, then the declared defaults).
+enum WorkerOptions {
+    static func configuration(from command: ParsedCommand, environment: [String: String]) throws -> WorkerConfiguration {
+        var c = WorkerConfiguration(database: PostgresConfiguration.resolve(flag: command.value("database-url"), environment: environment))
+        c.database.applicationName = "jobworker"
+        c.queues = try command.list("queues")
+        c.concurrency = try command.int("concurrency", range: 1...10_000) ?? c.concurrency
+        c.lease = try command.duration("lease", minimum: .seconds(1)) ?? c.lease
+        c.shutdownGrace = try command.duration("shutdown-grace") ?? c.shutdownGrace
+        c.pollInterval = try command.duration("poll-interval", minimum: .milliseconds(10)) ?? c.pollInterval
+        if let strategy = command.value("backoff"), let parsed = BackoffPolicy.Strategy(rawValue: strategy) {
+            c.retryPolicy.backoff.strategy = parsed
+        }
+        c.retryPolicy.backoff.base = try command.duration("backoff-base") ?? c.retryPolicy.backoff.base
+        c.retryPolicy.backoff.cap = try command.duration("backoff-cap") ?? c.retryPolicy.backoff.cap
+        if let jitter = command.value("jitter"), let parsed = BackoffPolicy.Jitter(rawValue: jitter) {
+            c.retryPolicy.backoff.jitter = parsed
+        }
+        c.retryPolicy.retryAfterCap = try command.duration("retry-after-cap") ?? c.retryPolicy.retryAfterCap
+        c.breakerPolicy.failureThreshold = try command.int("breaker-failures", range: 1...1_000_000) ?? c.breakerPolicy.failureThreshold
+        c.breakerPolicy.window = try command.duration("breaker-window", minimum: .seconds(1)) ?? c.breakerPolicy.window
+        c.breakerPolicy.cooldown = try command.duration("breaker-cooldown", minimum: .milliseconds(100)) ?? c.breakerPolicy.cooldown
+        c.breakerPolicy.cooldownMax = try command.duration("breaker-cooldown-max", minimum: .milliseconds(100)) ?? c.breakerPolicy.cooldownMax
+        c.retention = try command.duration("retention", minimum: .seconds(1)) ?? c.retention
+        c.metricsAddress = command.value("metrics-addr")
+        c.secretsDirectory = command.value("secrets-dir")
+        c.allowPrivateNetworks = command.flag("allow-private-networks")
+        return c
+    }
+}

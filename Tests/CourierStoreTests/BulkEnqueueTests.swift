@@ -1,0 +1,64 @@
+import CourierStore
+import CourierTestSupport
+import Foundation
+import Postgres
+import Testing
+
+@Suite struct BulkEnqueueTests {
+    @Test func copyLoadsOneHundredThousandJobs() throws {
+        try CourierTestDatabase.with { _, db in
+            var requests: [EnqueueRequest] = []
+            requests.reserveCapacity(100_000)
+            for i in 0..<100_000 {
+                var r = EnqueueRequest(url: "https://partner\(i % 7).example.com/hook/\(i)")
+                r.body = #"{"n":\#(i),"text":"tab\there, newline\nthere, backslash\\"}"#
+                r.headers = [("X-Seq", .literal(String(i)))]
+                if i % 1000 == 0 { r.idempotencyKey = .none }
+                requests.append(r)
+            }
+            var reported: [Int] = []
+            let result = try JobsTable.enqueueMany(requests, on: db, progress: { reported.append($0) })
+            #expect(result.inserted == 100_000)
+            #expect(reported.last == 100_000)
+            #expect(reported.count == 5)
+            let row = try db.query("""
+                select count(*)::bigint, count(idempotency_key)::bigint, count(distinct idempotency_key)::bigint,
+                       count(distinct destination)::bigint
+                from courier.jobs
+                """).rows[0]
+            #expect(try row.decode(0, as: Int.self) == 100_000)
+            #expect(try row.decode(1, as: Int.self) == 99_900)
+            #expect(try row.decode(2, as: Int.self) == 99_900)
+            #expect(try row.decode(3, as: Int.self) == 7)
+            let sample = try db.query("""
+                select body, headers->>'X-Seq', destination from courier.jobs where url = 'https://partner3.example.com/hook/12345'
+                """).rows[0]
+            #expect(try sample.decode(0, as: String.self) == #"{"n":12345,"text":"tab\there, newline\nthere, backslash\\"}"#)
+            #expect(try sample.decode(1, as: String.self) == "12345")
+            #expect(try sample.decode(2, as: String.self) == "https://partner3.example.com:443")
+        }
+    }
+
+    @Test func bulkIsAllOrNothing() throws {
+        try CourierTestDatabase.with { _, db in
+            var good = EnqueueRequest(url: "https://example.com/ok")
+            good.queue = "a"
+            var bad = EnqueueRequest(url: "https://example.com/bad")
+            bad.queue = "no spaces allowed"  // skipped validation on purpose: the CHECK is the backstop
+            #expect(throws: PostgresError.self) { try JobsTable.enqueueMany([good, good, bad], on: db) }
+            #expect(try db.query("select count(*)::bigint from courier.jobs").rows[0].decode(0, as: Int.self) == 0)
+            // The connection is still usable afterwards.
+            #expect(try JobsTable.enqueueMany([good], on: db).inserted == 1)
+        }
+    }
+
+    @Test func bulkHonoursUniqueKeys() throws {
+        try CourierTestDatabase.with { _, db in
+            var a = EnqueueRequest(url: "https://example.com/a")
+            a.uniqueKey = "same"
+            let result = try JobsTable.enqueueMany([a, a, EnqueueRequest(url: "https://example.com/b")], on: db)
+            #expect(result.inserted == 2)
+            #expect(result.skippedByUniqueKey == 1)
+        }
+    }
+}

@@ -1,0 +1,67 @@
+import CourierStore
+import CourierTestSupport
+import Foundation
+import Postgres
+import Testing
+
+@Suite struct MigrationTests {
+    static let sqlDirectory = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("sql")
+
+    @Test func theBinaryCarriesEveryFileInSqlInOrder() throws {
+        let files = try FileManager.default.contentsOfDirectory(atPath: Self.sqlDirectory.path)
+            .filter { $0.hasSuffix(".sql") }.sorted()
+        #expect(Migration.all.map(\.name) == files)
+        #expect(Migration.all.map(\.version) == Array(1...files.count))
+        for migration in Migration.all {
+            let text = try String(contentsOf: Self.sqlDirectory.appendingPathComponent(migration.name), encoding: .utf8)
+            #expect(migration.sql == text, "embedded \(migration.name) differs from the file")
+        }
+    }
+
+    @Test func migrateIsRepeatableAndRecordsVersions() throws {
+        let database = try TestDatabase.create()
+        defer { try? database.drop() }
+        let connection = try PostgresConnection.connect(PostgresConfiguration(connectionString: database.url))
+        defer { connection.close() }
+        #expect(try Migrator.appliedVersions(connection).isEmpty)
+        let first = try Migrator.migrate(connection)
+        #expect(first.count == Migration.all.count)
+        let second = try Migrator.migrate(connection)
+        #expect(second.isEmpty)
+        #expect(try Migrator.appliedVersions(connection) == Migration.all.map(\.version))
+    }
+
+    @Test func concurrentMigratorsApplyEachMigrationOnce() async throws {
+        let database = try TestDatabase.create()
+        defer { try? database.drop() }
+        let url = database.url
+        let applied = try await withThrowingTaskGroup(of: Int.self) { group in
+            for _ in 0..<4 {
+                group.addTask {
+                    try await Task.detached {
+                        let connection = try PostgresConnection.connect(PostgresConfiguration(connectionString: url))
+                        defer { connection.close() }
+                        return try Migrator.migrate(connection).count
+                    }.value
+                }
+            }
+            return try await group.reduce(0, +)
+        }
+        #expect(applied == Migration.all.count)
+        let connection = try PostgresConnection.connect(PostgresConfiguration(connectionString: url))
+        defer { connection.close() }
+        let rows = try connection.query("select count(*)::bigint, count(distinct version)::bigint from courier.schema_migrations").rows
+        #expect(try rows[0].decode(0, as: Int.self) == Migration.all.count)
+        #expect(try rows[0].decode(1, as: Int.self) == Migration.all.count)
+    }
+
+    @Test func printedScriptContainsEveryMigration() {
+        let script = Migrator.script()
+        for migration in Migration.all {
+            #expect(script.contains("-- \(migration.name)"))
+        }
+        #expect(script.contains("create function courier.enqueue("))
+    }
+}

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Runs the whole test suite against a private PostgreSQL cluster that it starts
+# and stops itself. Installs what is missing first. Extra arguments go to `swift test`
+# (for example: scripts/test.sh --filter CourierStoreTests).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/install-deps.sh
+swift build --build-tests
+bin=$(swift build --show-bin-path)
+
+dir=$(mktemp -d /tmp/courier-test-XXXXXX)
+chmod 755 "$dir"
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])' 2>/dev/null || echo $((20000 + RANDOM % 30000)))
+cleanup() {
+    "$bin/jobctl" devdb stop --dir "$dir" >/dev/null 2>&1 || true
+    rm -rf "$dir"
+}
+trap cleanup EXIT
+
+echo "starting a private PostgreSQL in $dir on port $port" >&2
+"$bin/jobctl" devdb start --dir "$dir" --port "$port" --fast >/dev/null
+
+export COURIER_TEST_DATABASE_URL="postgresql:///postgres?host=$dir/run&port=$port&user=courier"
+export COURIER_BIN_DIR="$bin"
+swift test --skip-build "$@"
