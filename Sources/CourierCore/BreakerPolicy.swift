@@ -1,0 +1,101 @@
+/// When a destination's circuit breaker opens, and for how long.
+///
+/// Defaults: trip on 5 consecutive failures, or on a failure rate of at least
+/// 50% over a 60 s window once 20 outcomes were seen there; stay open 30 s,
+/// doubling (with up to 20% jitter, downward) after each failed probe up to
+/// 10 min; a probe holds its lease for 30 s.
+public struct BreakerPolicy: Sendable, Equatable {
+    /// Consecutive failures that trip the breaker (`--breaker-failures`, default 5).
+    public var failureThreshold: Int
+    /// The window the failure rate is measured over (`--breaker-window`, default 60s).
+    public var window: Duration
+    /// Outcomes needed in the window before the rate counts (default 20).
+    public var minimumVolume: Int
+    /// The failure rate (0...1) that trips the breaker once the volume is reached (default 0.5).
+    public var failureRateThreshold: Double
+    /// The first open period (`--breaker-cooldown`, default 30s).
+    public var cooldown: Duration
+    /// The longest open period (`--breaker-cooldown-max`, default 10m).
+    public var cooldownMax: Duration
+    /// How long a half-open probe may run before another worker may probe (default 30s).
+    public var probeLease: Duration
+    /// The open period is shortened by a random fraction up to this (0...1, default 0.2),
+    /// so a fleet does not probe in lockstep. It never exceeds `cooldownMax`.
+    public var cooldownJitter: Double
+
+    /// Creates a policy; the defaults are Courier's.
+    public init(
+        failureThreshold: Int = 5,
+        window: Duration = .seconds(60),
+        minimumVolume: Int = 20,
+        failureRateThreshold: Double = 0.5,
+        cooldown: Duration = .seconds(30),
+        cooldownMax: Duration = .seconds(600),
+        probeLease: Duration = .seconds(30),
+        cooldownJitter: Double = 0.2
+    ) {
+        self.failureThreshold = failureThreshold
+        self.window = window
+        self.minimumVolume = minimumVolume
+        self.failureRateThreshold = failureRateThreshold
+        self.cooldown = cooldown
+        self.cooldownMax = cooldownMax
+        self.probeLease = probeLease
+        self.cooldownJitter = cooldownJitter
+    }
+
+    /// Checks the values; errors name the worker flags.
+    public func validate() throws(ValidationError) {
+        guard failureThreshold >= 1 else {
+            throw ValidationError(field: "--breaker-failures", message: "must be at least 1")
+        }
+        guard window > .zero else {
+            throw ValidationError(field: "--breaker-window", message: "must be greater than zero")
+        }
+        guard minimumVolume >= 1 else {
+            throw ValidationError(field: "--breaker-min-volume", message: "must be at least 1")
+        }
+        guard failureRateThreshold > 0, failureRateThreshold <= 1 else {
+            throw ValidationError(field: "--breaker-failure-rate", message: "must be greater than 0 and at most 1")
+        }
+        guard cooldown > .zero else {
+            throw ValidationError(field: "--breaker-cooldown", message: "must be greater than zero")
+        }
+        guard cooldownMax >= cooldown else {
+            throw ValidationError(field: "--breaker-cooldown-max", message: "must be at least --breaker-cooldown (\(DurationParser.format(cooldown)))")
+        }
+        guard probeLease > .zero else {
+            throw ValidationError(field: "--breaker-probe-lease", message: "must be greater than zero")
+        }
+        guard cooldownJitter >= 0, cooldownJitter <= 1 else {
+            throw ValidationError(field: "--breaker-cooldown-jitter", message: "must be between 0 and 1")
+        }
+    }
+
+    /// Why these counts trip the breaker, or nil if they do not.
+    ///
+    /// Consecutive failures are checked first; the rate applies once
+    /// `successes + failures >= minimumVolume`, and trips at or above the threshold.
+    public func tripReason(consecutiveFailures: Int, successes: Int, failures: Int) -> BreakerTransition.Reason? {
+        if consecutiveFailures >= failureThreshold { return .consecutiveFailures }
+        let volume = successes + failures
+        if volume >= minimumVolume, volume > 0, Double(failures) / Double(volume) >= failureRateThreshold {
+            return .failureRate
+        }
+        return nil
+    }
+
+    /// The cooldown after a failed probe: twice `current`, at most `cooldownMax`.
+    public func nextCooldown(after current: Duration) -> Duration {
+        min(current.scaled(by: 2, cap: cooldownMax), cooldownMax)
+    }
+
+    /// The open period actually used for `cooldown`: uniform in
+    /// `cooldown × (1 - cooldownJitter) ... cooldown`.
+    public func jitteredCooldown(_ cooldown: Duration, using rng: inout some RandomNumberGenerator) -> Duration {
+        let jitter = min(max(cooldownJitter, 0), 1)
+        guard jitter > 0 else { return cooldown }
+        let factor = Double.random(in: (1 - jitter)...1, using: &rng)
+        return cooldown.scaled(by: factor, cap: cooldown)
+    }
+}

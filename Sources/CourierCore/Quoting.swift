@@ -1,0 +1,41 @@
+/// Helpers that make untrusted text safe to put into messages and logs.
+public enum Quoting {
+    /// Escapes bytes so the result is printable ASCII on one line.
+    ///
+    /// Printable ASCII is kept; `\n`, `\r`, `\t`, `\\` and `"` are escaped;
+    /// every other byte becomes `\xNN`. At most `limit` input bytes are used;
+    /// a cut is marked with `…`.
+    public static func escape<Bytes: Collection>(bytes: Bytes, limit: Int = 64) -> String where Bytes.Element == UInt8 {
+        var out = ""
+        var used = 0
+        for byte in bytes {
+            if used == limit {
+                out += "…"
+                break
+            }
+            used += 1
+            switch byte {
+            case UInt8(ascii: "\n"): out += "\\n"
+            case UInt8(ascii: "\r"): out += "\\r"
+            case UInt8(ascii: "\t"): out += "\\t"
+            case UInt8(ascii: "\\"): out += "\\\\"
+            case UInt8(ascii: "\""): out += "\\\""
+            case 0x20...0x7E: out.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                let hex = String(byte, radix: 16, uppercase: true)
+                out += "\\x" + (hex.count == 1 ? "0" + hex : hex)
+            }
+        }
+        return out
+    }
+
+    /// Escapes a string's UTF-8 bytes (see ``escape(bytes:limit:)``).
+    public static func escape(_ text: String, limit: Int = 64) -> String {
+        escape(bytes: Array(text.utf8), limit: limit)
+    }
+
+    /// The escaped text in double quotes, for quoting input back in an error.
+    public static func quote(_ text: String, limit: Int = 64) -> String {
+        "\"" + escape(text, limit: limit) + "\""
+    }
+}

@@ -1,0 +1,38 @@
+import Foundation
+
+/// Decides what to do with a job after an attempt. Pure: the clock and the
+/// random source are parameters.
+///
+/// The rules, in order:
+/// 1. success → `succeed`;
+/// 2. not retryable → dead letter: `invalid_response`, `cancelled`, or `permanent`
+///    (client errors, 3xx, refused destinations);
+/// 3. may have been delivered, and the method is not idempotent and the job has
+///    no idempotency key → `ambiguous` (after that single attempt);
+/// 4. `attempt >= maxAttempts` → `exhausted`;
+/// 5. delay = max(backoff, min(Retry-After, retryAfterCap));
+/// 6. now + delay after the deadline → `deadline` at once, without a useless wait;
+/// 7. otherwise retry at now + delay; with a `Retry-After`, the destination
+///    also gets a not-before time of now + the capped `Retry-After`.
+public enum RetryDecider {
+    /// Applies the rules above.
+    public static func decide(
+        _ classification: Classification,
+        job: JobRetryFacts,
+        policy: RetryPolicy,
+        now: Date,
+        rng: inout some RandomNumberGenerator
+    ) -> JobDecision {
+        if classification.succeeded { return .succeed }
+        if let reason = classification.permanentReason { return .deadLetter(reason) }
+        if classification.mayHaveBeenDelivered && !job.isSafeToRepeat { return .deadLetter(.ambiguous) }
+        if job.attempt >= job.maxAttempts { return .deadLetter(.exhausted) }
+
+        let backoff = policy.backoff.delay(attempt: job.attempt, previousDelay: job.previousDelay, using: &rng)
+        let serverDelay = classification.retryAfter.map { min(max($0, .zero), max(policy.retryAfterCap, .zero)) }
+        let delay = max(backoff, serverDelay ?? .zero)
+        let at = now.adding(delay)
+        if let deadline = job.deadline, at > deadline { return .deadLetter(.deadline) }
+        return .retry(at: at, delay: delay, destinationNotBefore: serverDelay.map { now.adding($0) })
+    }
+}

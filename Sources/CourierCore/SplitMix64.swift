@@ -1,0 +1,19 @@
+/// A small, fast, seeded random number generator (SplitMix64, Steele et al.
+/// 2014). Deterministic for a given seed: for tests and reproducible
+/// benchmarks, never for secrets.
+public struct SplitMix64: RandomNumberGenerator, Sendable, Equatable {
+    /// The internal state; advancing it by the golden gamma yields the next value.
+    public private(set) var state: UInt64
+
+    /// A generator whose sequence is fixed by `seed`.
+    public init(seed: UInt64) { state = seed }
+
+    /// The next 64 random bits.
+    public mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}

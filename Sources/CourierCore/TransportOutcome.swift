@@ -1,0 +1,19 @@
+/// What happened to one request, as the HTTP layer reports it.
+///
+/// The cases separate "certainly not delivered" from "maybe delivered", which
+/// decides whether a non-idempotent request may be repeated. The strings are
+/// human-readable details (never header values).
+public enum TransportOutcome: Sendable, Equatable {
+    /// Name resolution, connect or TLS failed: certainly not delivered.
+    case notSent(String)
+    /// Courier refused to send (SSRF guard, disallowed scheme): never sent, permanent.
+    case blocked(String)
+    /// The request timed out. `connected: false` means certainly not delivered.
+    case timedOut(connected: Bool, String)
+    /// The connection broke after the request was (maybe) sent.
+    case connectionLost(String)
+    /// A complete response arrived.
+    case response(HTTPResponseSummary)
+    /// Aborted by cancel or shutdown; `maybeSent` if the request may have left.
+    case cancelled(maybeSent: Bool)
+}

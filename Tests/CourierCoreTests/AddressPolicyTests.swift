@@ -1,0 +1,94 @@
+import CourierCore
+import Testing
+
+@Suite struct AddressPolicyTests {
+    @Test(arguments: [
+        ("127.0.0.1", "loopback"),
+        ("127.255.255.254", "loopback"),
+        ("10.1.2.3", "10.0.0.0/8"),
+        ("172.16.0.1", "172.16.0.0/12"),
+        ("172.31.255.255", "172.16.0.0/12"),
+        ("192.168.1.1", "192.168.0.0/16"),
+        ("169.254.169.254", "metadata"),
+        ("169.254.0.1", "link-local"),
+        ("0.0.0.0", "0.0.0.0/8"),
+        ("0.1.2.3", "0.0.0.0/8"),
+        ("100.64.0.1", "100.64.0.0/10"),
+        ("100.127.255.255", "100.64.0.0/10"),
+        ("224.0.0.1", "multicast"),
+        ("239.255.255.250", "multicast"),
+        ("255.255.255.255", "broadcast"),
+        ("240.0.0.1", "reserved"),
+        ("192.0.0.8", "192.0.0.0/24"),
+        ("198.18.0.1", "198.18.0.0/15"),
+        ("::1", "loopback"),
+        ("[::1]", "loopback"),
+        ("0:0:0:0:0:0:0:1", "loopback"),
+        ("::", "unspecified"),
+        ("fc00::1", "unique-local"),
+        ("fd12:3456:789a::1", "unique-local"),
+        ("fe80::1", "link-local"),
+        ("fe80::1%eth0", "link-local"),
+        ("febf::1", "link-local"),
+        ("fec0::1", "site-local"),
+        ("ff02::1", "multicast"),
+        ("::ffff:127.0.0.1", "maps to 127.0.0.1"),
+        ("::ffff:7f00:1", "loopback"),
+        ("::FFFF:169.254.169.254", "metadata"),
+        ("::ffff:10.0.0.1", "10.0.0.0/8"),
+        ("64:ff9b::10.0.0.1", "NAT64"),
+        ("64:ff9b::7f00:1", "loopback"),
+        ("2002:7f00:1::", "6to4 for 127.0.0.1"),
+        ("::10.0.0.1", "IPv4-compatible"),
+        ("localhost", "not an IP address"),
+        ("", "not an IP address"),
+        ("1.2.3", "not an IP address"),
+        ("1.2.3.256", "not an IP address"),
+        ("01.2.3.4", "not an IP address"),
+        ("1::2::3", "not an IP address"),
+        ("12345::1", "not an IP address"),
+        ("1:2:3:4:5:6:7:8:9", "not an IP address"),
+        ("::ffff:1.2.3", "not an IP address"),
+    ])
+    func refuses(ip: String, fragment: String) throws {
+        let reason = try #require(AddressPolicy.forbiddenReason(ip: ip))
+        #expect(reason.contains(fragment), "\(ip): \(reason)")
+        #expect(!AddressPolicy.isAllowed(ip: ip))
+    }
+
+    @Test(arguments: [
+        "93.184.216.34", "8.8.8.8", "1.1.1.1", "172.15.255.255", "172.32.0.1", "100.63.255.255", "100.128.0.1",
+        "169.253.255.255", "192.167.1.1", "223.255.255.255", "11.0.0.1", "198.20.0.1",
+        "2606:4700:4700::1111", "2001:4860:4860::8888", "::ffff:8.8.8.8", "64:ff9b::808:808", "2002:808:808::1",
+        "fbff::1", "fe7f::1",
+    ])
+    func allows(ip: String) {
+        #expect(AddressPolicy.forbiddenReason(ip: ip) == nil)
+        #expect(AddressPolicy.isAllowed(ip: ip))
+    }
+}
+
+@Suite struct IPAddressTests {
+    @Test(arguments: [
+        ("1.2.3.4", "1.2.3.4"),
+        ("0:0:0:0:0:0:0:1", "::1"),
+        ("2001:DB8:0:0:1:0:0:1", "2001:db8::1:0:0:1"),
+        ("2001:db8:0:0:0:0:2:1", "2001:db8::2:1"),
+        ("2001:db8:0:1:1:1:1:1", "2001:db8:0:1:1:1:1:1"),
+        ("::", "::"),
+        ("1::", "1::"),
+        ("::ffff:0a00:0001", "::ffff:10.0.0.1"),
+        ("[fe80::1%25eth0]", "fe80::1"),
+        ("1:0:0:2:0:0:0:3", "1:0:0:2::3"),
+    ])
+    func canonicalText(input: String, expected: String) throws {
+        let address = try #require(IPAddress(input))
+        #expect(address.description == expected)
+    }
+
+    @Test func rejectsMalformed() {
+        for text in ["", ":", ":::", "1:2", "1.2.3.4.5", "g::1", "::1%", "1.2.3.-4", " 1.2.3.4", "1:2:3:4:5:6:7::8:9"] {
+            #expect(IPAddress(text) == nil, "\(text)")
+        }
+    }
+}
