@@ -124,11 +124,12 @@ create table courier.breakers (
 );
 
 -- Derives scheme://host:port from an http(s) URL (lower-cased, default port filled in).
+-- NULL for anything else, including URLs with credentials (user:pass@host), which are refused.
 create function courier.destination_of(url text) returns text
 language sql immutable strict parallel safe as $$
     select lower(m[1]) || '://' || lower(m[2]) || ':' ||
            coalesce(m[3], case lower(m[1]) when 'https' then '443' else '80' end)
-    from regexp_match(url, '^(https?)://(?:[^@/?#]*@)?(\[[0-9A-Fa-f:.]+\]|[^:/?#\[\]]+)(?::([0-9]{1,5}))?(?:[/?#]|$)', 'i') as m
+    from regexp_match(url, '^(https?)://(\[[0-9A-Fa-f:.]+\]|[^:/?#\[\]@]+)(?::([0-9]{1,5}))?(?:[/?#]|$)', 'i') as m
 $$;
 
 -- The SQL way to enqueue. Usable inside the caller's transaction: the job becomes

@@ -14,3 +14,126 @@ public enum BreakersTable {
             """)
     }
 }
+
+extension BreakersTable {
+    /// The rules a worker reports evidence under; the fleet should share one policy.
+    public struct ReportPolicy: Sendable, Equatable {
+        public var failureThreshold: Int
+        public var windowMilliseconds: Int64
+        public var minimumVolume: Int
+        public var failureRate: Double
+        public var cooldownMilliseconds: Int64
+        public var cooldownMaxMilliseconds: Int64
+        public var probeLeaseMilliseconds: Int64
+        public init(failureThreshold: Int, windowMilliseconds: Int64, minimumVolume: Int, failureRate: Double,
+                    cooldownMilliseconds: Int64, cooldownMaxMilliseconds: Int64, probeLeaseMilliseconds: Int64) {
+            self.failureThreshold = failureThreshold
+            self.windowMilliseconds = windowMilliseconds
+            self.minimumVolume = minimumVolume
+            self.failureRate = failureRate
+            self.cooldownMilliseconds = cooldownMilliseconds
+            self.cooldownMaxMilliseconds = cooldownMaxMilliseconds
+            self.probeLeaseMilliseconds = probeLeaseMilliseconds
+        }
+    }
+
+    /// Adds one worker's aggregated outcomes for a destination; may open the breaker.
+    /// Returns the breaker's state afterwards.
+    @discardableResult
+    public static func report(destination: String, successes: Int, failures: Int, trailingFailures: Int, worker: String,
+                              policy: ReportPolicy, on connection: PostgresConnection) throws -> String {
+        try connection.query("""
+            select courier.breaker_report(\(destination), \(successes), \(failures), \(trailingFailures), \(worker),
+                \(policy.failureThreshold), \(policy.windowMilliseconds), \(policy.minimumVolume), \(policy.failureRate),
+                \(policy.cooldownMilliseconds))
+            """).rows[0].decode(0, as: String.self)
+    }
+
+    /// Destinations whose breaker is due a probe and that have runnable jobs on `queues`.
+    public static func dueForProbe(queues: [String], on connection: PostgresConnection) throws -> [String] {
+        try connection.query("""
+            select b.destination from courier.breakers b
+            where not b.forced
+              and ((b.state = 'open' and b.open_until <= now()) or (b.state = 'half_open' and b.probe_lease_until < now()))
+              and exists (select 1 from courier.jobs j
+                          where j.destination = b.destination and j.state = 'available' and j.queue = any(\(queues))
+                            and j.run_at <= now())
+            """).rows.map { try $0.decode(0, as: String.self) }
+    }
+
+    /// Tries to win the fleet's single probe for a destination. Returns its generation when won.
+    public static func tryProbe(destination: String, worker: UUID, probeLeaseMilliseconds: Int64,
+                                on connection: PostgresConnection) throws -> Int64? {
+        try connection.query("select courier.breaker_try_probe(\(destination), \(worker), \(probeLeaseMilliseconds))")
+            .rows[0].decode(0, as: Int64?.self)
+    }
+
+    /// Applies a probe's outcome if its generation is still current. Returns the new
+    /// state, or nil when the result was stale.
+    @discardableResult
+    public static func probeResult(destination: String, generation: Int64, succeeded: Bool, worker: String,
+                                   policy: ReportPolicy, jitter: Double, on connection: PostgresConnection) throws -> String? {
+        try connection.query("""
+            select courier.breaker_probe_result(\(destination), \(generation), \(succeeded), \(worker),
+                \(policy.cooldownMilliseconds), \(policy.cooldownMaxMilliseconds), \(jitter))
+            """).rows[0].decode(0, as: String?.self)
+    }
+
+    /// The operator's actions. Returns the state before.
+    public enum ForceAction: String, Sendable, CaseIterable { case open, close, reset }
+
+    @discardableResult
+    public static func force(destination: String, action: ForceAction, actor: String = "operator",
+                             on connection: PostgresConnection) throws -> String {
+        try connection.query("select courier.breaker_force(\(destination), \(action.rawValue), \(actor))")
+            .rows[0].decode(0, as: String.self)
+    }
+
+    /// A breaker as `jobctl breakers` shows it.
+    public struct View: Sendable, Equatable, Encodable {
+        public var destination: String
+        public var state: String
+        public var since: Date
+        public var forced: Bool
+        public var consecutiveFailures: Int
+        public var windowFailures: Int
+        public var windowSuccesses: Int
+        public var nextProbeAt: Date?
+        public var cooldownMilliseconds: Int64
+        public var notBefore: Date?
+        public var waitingJobs: Int
+        public var openedCount: Int64
+        public var openMillisecondsTotal: Int64
+        public var deferredJobs: Int64
+
+        enum CodingKeys: String, CodingKey {
+            case destination, state, since, forced, consecutiveFailures = "consecutive_failures"
+            case windowFailures = "window_failures", windowSuccesses = "window_successes", nextProbeAt = "next_probe_at"
+            case cooldownMilliseconds = "cooldown_ms", notBefore = "not_before", waitingJobs = "waiting_jobs"
+            case openedCount = "opened_count", openMillisecondsTotal = "open_ms_total", deferredJobs = "deferred_jobs"
+        }
+    }
+
+    public static func list(destination: String? = nil, on connection: PostgresConnection) throws -> [View] {
+        try connection.query("""
+            select b.destination, b.state, b.changed_at, b.forced, b.consecutive_failures, b.window_failures,
+                   b.window_successes, case when b.state = 'open' and not b.forced then b.open_until end, b.cooldown_ms,
+                   case when b.not_before > now() then b.not_before end,
+                   (select count(*) from courier.jobs j where j.destination = b.destination and j.state = 'available')::bigint,
+                   b.opened_count,
+                   b.open_ms_total + case when b.state = 'open' then (extract(epoch from now() - b.changed_at) * 1000)::bigint else 0 end,
+                   b.deferred_jobs
+            from courier.breakers b
+            where \(destination)::text is null or b.destination = \(destination)
+            order by b.state <> 'closed' desc, b.destination
+            """).rows.map { row in
+            View(destination: try row.decode(0, as: String.self), state: try row.decode(1, as: String.self),
+                 since: try row.decode(2, as: Date.self), forced: try row.decode(3, as: Bool.self),
+                 consecutiveFailures: try row.decode(4, as: Int.self), windowFailures: try row.decode(5, as: Int.self),
+                 windowSuccesses: try row.decode(6, as: Int.self), nextProbeAt: try row.decode(7, as: Date?.self),
+                 cooldownMilliseconds: try row.decode(8, as: Int64.self), notBefore: try row.decode(9, as: Date?.self),
+                 waitingJobs: try row.decode(10, as: Int.self), openedCount: try row.decode(11, as: Int64.self),
+                 openMillisecondsTotal: try row.decode(12, as: Int64.self), deferredJobs: try row.decode(13, as: Int64.self))
+        }
+    }
+}

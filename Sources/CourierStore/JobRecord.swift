@@ -56,7 +56,7 @@ public struct JobRecord: Sendable, Equatable, Encodable {
             if let secret = (value as? [String: Any])?["secret"] as? String {
                 result[name] = "{\"secret\": \"\(secret)\"}"
             } else if Redaction.isSensitiveHeader(name) {
-                result[name] = Redaction.redactedValue
+                result[name] = Redaction.placeholder
             } else {
                 result[name] = value as? String ?? ""
             }

@@ -269,3 +269,29 @@ extension JobsTable {
     /// "courier-rescue" as an advisory lock key.
     static let rescueLockKey: Int64 = 0x6375_7272_6573_6375
 }
+
+extension JobsTable {
+    /// Claims the one job a probe runs: a runnable job of `destination`, only while
+    /// `worker` holds that breaker's probe at `generation`.
+    public static func claimProbe(destination: String, generation: Int64, queues: [String], worker: UUID,
+                                  leaseMilliseconds: Int, on connection: PostgresConnection) throws -> ClaimedJob? {
+        let sql = """
+            with picked as (
+                select c.id from courier.jobs c
+                where c.state = 'available' and c.destination = $1 and c.queue = any($2) and c.run_at <= now()
+                  and exists (select 1 from courier.breakers b
+                              where b.destination = $1 and b.state = 'half_open' and b.probe_owner = $3 and b.generation = $5)
+                order by c.priority, c.run_at, c.id
+                limit 1
+                for update skip locked
+            )
+            update courier.jobs j
+            set state = 'running', attempt = j.attempt + 1, leased_by = $3,
+                lease_expires_at = now() + $4 * interval '1 millisecond', attempted_at = now()
+            from picked where j.id = picked.id
+            returning \(ClaimedJob.columns)
+            """
+        return try connection.query(PostgresQuery(unsafeSQL: sql, binds: [destination, queues, worker, leaseMilliseconds, generation]))
+            .rows.first.map(ClaimedJob.init(row:))
+    }
+}

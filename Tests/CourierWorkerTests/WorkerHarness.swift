@@ -1,0 +1,101 @@
+import CourierCore
+import CourierHTTP
+import CourierStore
+import CourierTestSupport
+import CourierWorker
+import Foundation
+import Postgres
+import Testing
+
+/// Runs an in-process worker against a test database and loopback fault server.
+final class WorkerHarness: @unchecked Sendable {
+    let database: TestDatabase
+    let db: PostgresConnection
+    let server: FaultServer
+    private(set) var worker: Worker!
+    private var runTask: Task<Void, Never>?
+    private var transport: CurlTransport?
+    let logLines = LogCapture()
+
+    init(label: String = #function, defaultBehavior: FaultServer.Behavior = .json200) throws {
+        database = try CourierTestDatabase.create(label: label)
+        db = try PostgresConnection.connect(PostgresConfiguration(connectionString: database.url))
+        server = try FaultServer(defaultBehavior: defaultBehavior)
+    }
+
+    /// Starts a worker with fast test timings; `configure` may change anything.
+    func start(allowPrivateNetworks: Bool = true, _ configure: (inout WorkerConfiguration) -> Void = { _ in },
+               register: (Worker) -> Void = { _ in }) throws {
+        var configuration = WorkerConfiguration(database: PostgresConfiguration(connectionString: database.url))
+        configuration.concurrency = 8
+        configuration.lease = .seconds(5)
+        configuration.shutdownGrace = .seconds(5)
+        configuration.pollInterval = .milliseconds(200)
+        configuration.retryPolicy.backoff.base = .milliseconds(50)
+        configuration.retryPolicy.backoff.cap = .milliseconds(200)
+        configuration.retryPolicy.backoff.jitter = .none
+        configuration.allowPrivateNetworks = allowPrivateNetworks
+        configure(&configuration)
+        let transport = try CurlTransport(configuration: .init(
+            allowPrivateNetworks: configuration.allowPrivateNetworks,
+            addressGuard: { AddressPolicy.forbiddenReason(ip: $0) }))
+        self.transport = transport
+        let worker = Worker(
+            configuration: configuration,
+            httpHandler: HTTPJobHandler(transport: transport, secrets: SecretResolver(environment: ["COURIER_SECRET_PARTNER_TOKEN": "s3cr3t"], directory: nil)),
+            logger: Logger(level: .debug, sink: { [logLines] in logLines.append($0) }))
+        register(worker)
+        self.worker = worker
+        runTask = Task.detached { await worker.run() }
+    }
+
+    /// Shuts the worker down gracefully and waits for `run` to return.
+    func stop() async {
+        worker?.shutdown()
+        await runTask?.value
+        runTask = nil
+        transport?.shutdown()
+    }
+
+    func close() async {
+        await stop()
+        server.stop()
+        db.close()
+        try? database.drop()
+    }
+
+    @discardableResult
+    func enqueue(_ path: String, _ configure: (inout EnqueueRequest) -> Void = { _ in }) throws -> Int64 {
+        var request = EnqueueRequest(url: server.baseURL + path)
+        configure(&request)
+        return try JobsTable.enqueue(request, on: db)
+    }
+
+    func job(_ id: Int64) throws -> JobRecord? { try JobsTable.get(id: id, on: db) }
+
+    /// Polls until `condition` holds or `timeout` passes; returns whether it held.
+    func eventually(timeout: Duration = .seconds(20), _ condition: () throws -> Bool) rethrows -> Bool {
+        let end = ContinuousClock.now + timeout
+        while ContinuousClock.now < end {
+            if try condition() { return true }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        return try condition()
+    }
+
+    func status(_ id: Int64) throws -> JobRecord.Status? { try job(id)?.status }
+
+    func waitFor(_ id: Int64, _ status: JobRecord.Status, timeout: Duration = .seconds(20)) throws -> JobRecord {
+        let reached = try eventually(timeout: timeout) { try self.status(id) == status }
+        let record = try job(id)
+        #expect(reached, "job \(id) should become \(status), is \(String(describing: record?.status)) \(record?.errors.map(\.message) ?? [])")
+        return try #require(record)
+    }
+}
+
+final class LogCapture: @unchecked Sendable {
+    private let lock = NSLock()
+    private var lines: [String] = []
+    func append(_ line: String) { lock.withLock { lines.append(line) } }
+    var all: [String] { lock.withLock { lines } }
+}
