@@ -1,0 +1,119 @@
+/// One result row: the values in PostgreSQL's text format (`nil` = NULL).
+public struct PostgresRow: Sendable {
+    /// The values in column order.
+    public let values: [String?]
+    let columnIndex: PostgresColumnIndex
+
+    init(values: [String?], columnIndex: PostgresColumnIndex) {
+        self.values = values
+        self.columnIndex = columnIndex
+    }
+
+    /// The column names in order.
+    public var columns: [String] { columnIndex.names }
+
+    /// True when the value at `column` is NULL (or the column does not exist).
+    public func isNull(_ column: Int) -> Bool {
+        guard values.indices.contains(column) else { return true }
+        return values[column] == nil
+    }
+
+    /// The raw text of the first column named `name`; `nil` for NULL or no such column.
+    public subscript(_ name: String) -> String? {
+        guard let index = columnIndex.index(of: name) else { return nil }
+        return values[index]
+    }
+
+    /// The raw text at `column`; `nil` for NULL or no such column.
+    public subscript(_ column: Int) -> String? {
+        values.indices.contains(column) ? values[column] : nil
+    }
+
+    /// Decodes a non-NULL value. Throws `.decoding` naming the column for NULL,
+    /// a missing column or a value that does not parse as `T`.
+    public func decode<T: PostgresDecodable>(_ column: Int, as type: T.Type = T.self) throws -> T {
+        guard let value = try decodeOptional(column, as: T.self) else {
+            throw failure(column, "is NULL; decode as \(T.self)? to accept NULL")
+        }
+        return value
+    }
+
+    /// Decodes a value that may be NULL (`nil`).
+    public func decode<T: PostgresDecodable>(_ column: Int, as type: T?.Type) throws -> T? {
+        try decodeOptional(column, as: T.self)
+    }
+
+    /// Decodes a non-NULL value by column name (first column with that name).
+    public func decode<T: PostgresDecodable>(_ name: String, as type: T.Type = T.self) throws -> T {
+        try decode(try index(of: name), as: T.self)
+    }
+
+    /// Decodes a value that may be NULL by column name.
+    public func decode<T: PostgresDecodable>(_ name: String, as type: T?.Type) throws -> T? {
+        try decodeOptional(try index(of: name), as: T.self)
+    }
+
+    /// Decodes a value that may be NULL (`nil`).
+    public func decodeOptional<T: PostgresDecodable>(_ column: Int, as type: T.Type = T.self) throws -> T? {
+        guard values.indices.contains(column) else {
+            throw PostgresError(kind: .decoding, message: "no column at index \(column) (row has \(values.count))")
+        }
+        guard let text = values[column] else { return nil }
+        do {
+            return try T(postgresText: text)
+        } catch var error as PostgresError {
+            error.message = "column \(columnLabel(column)): \(error.message)"
+            error.columnName = columnIndex.names[column]
+            throw error
+        } catch {
+            throw failure(column, "cannot decode as \(T.self)")
+        }
+    }
+
+    private func index(of name: String) throws -> Int {
+        guard let index = columnIndex.index(of: name) else {
+            throw PostgresError(kind: .decoding, message: "no column named \"\(name)\"", columnName: name)
+        }
+        return index
+    }
+
+    private func columnLabel(_ column: Int) -> String {
+        "\"\(columnIndex.names[column])\" (index \(column))"
+    }
+
+    private func failure(_ column: Int, _ reason: String) -> PostgresError {
+        PostgresError(kind: .decoding, message: "column \(columnLabel(column)) \(reason)", columnName: columnIndex.names[column])
+    }
+}
+
+/// Column names and a name lookup, shared by all rows of one result.
+final class PostgresColumnIndex: Sendable {
+    let names: [String]
+    private let positions: [String: Int]
+
+    init(names: [String]) {
+        self.names = names
+        var positions: [String: Int] = [:]
+        for (index, name) in names.enumerated() where positions[name] == nil { positions[name] = index }
+        self.positions = positions
+    }
+
+    func index(of name: String) -> Int? { positions[name] }
+}
+
+/// The outcome of one statement.
+public struct PostgresResult: Sendable {
+    public var rows: [PostgresRow]
+    public var columns: [String]
+    /// Rows affected (INSERT/UPDATE/DELETE/MERGE/COPY) or returned (SELECT); 0 otherwise.
+    public var affectedRows: Int
+
+    public init(rows: [PostgresRow], columns: [String], affectedRows: Int) {
+        self.rows = rows
+        self.columns = columns
+        self.affectedRows = affectedRows
+    }
+
+    /// The first row, if any.
+    public var first: PostgresRow? { rows.first }
+}

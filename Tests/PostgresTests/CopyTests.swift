@@ -1,0 +1,58 @@
+import CourierTestSupport
+import Foundation
+import Postgres
+import Testing
+
+@Suite struct CopyTests {
+    @Test func copiesOneHundredThousandRows() throws {
+        try withConnection { connection, _ in
+            try connection.simpleQuery("create table items (id int8, label text, note text)")
+            let rows = (1...100_000).lazy.map { id -> [String?] in
+                [String(id), "label \(id)", id % 10 == 0 ? nil : "note\t\(id)\n\\end"]
+            }
+            let copied = try connection.copyFrom("COPY items (id, label, note) FROM STDIN", rows: rows)
+            #expect(copied == 100_000)
+            #expect(try connection.query("select count(*), count(note), sum(id) from items").rows[0].values == ["100000", "90000", "5000050000"])
+            let sample = try connection.query("select label, note from items where id = \(77_777)").rows[0]
+            #expect(try sample.decode(0, as: String.self) == "label 77777")
+            #expect(try sample.decode(1, as: String?.self) == "note\t77777\n\\end")
+            #expect(try connection.query("select note from items where id = \(50)").rows[0].isNull(0))
+        }
+    }
+
+    @Test func copyKeepsAwkwardTextIntact() throws {
+        try withConnection { connection, _ in
+            try connection.simpleQuery("create table t (n int, v text)")
+            let values: [String?] = ["\\N", "a\\tb", "tab\there", "cr\rlf\n", "", "ünï 😀", nil, "\\", "NULL"]
+            let rows = values.enumerated().map { [String($0.offset), $0.element] }
+            #expect(try connection.copyFrom("COPY t (n, v) FROM STDIN", rows: rows) == values.count)
+            let stored = try connection.query("select v from t order by n").rows.map { try $0.decode(0, as: String?.self) }
+            #expect(stored == values)
+        }
+    }
+
+    @Test func badDataFailsWithServerErrorAndConnectionStaysUsable() throws {
+        try withConnection { connection, _ in
+            try connection.simpleQuery("create table t (n int)")
+            let rows: [[String?]] = [["1"], ["2"], ["not a number"]]
+            let error = #expect(throws: PostgresError.self) { try connection.copyFrom("COPY t FROM STDIN", rows: rows) }
+            #expect(error?.sqlState == "22P02")
+            #expect(connection.transactionStatus == .idle)
+            #expect(try connection.query("select count(*) from t").rows[0].decode(0, as: Int.self) == 0)
+        }
+    }
+
+    @Test func nonCopyStatementIsRejected() throws {
+        try withConnection { connection, _ in
+            let error = #expect(throws: PostgresError.self) { try connection.copyFrom("select 1", rows: [[String?]]()) }
+            #expect(error?.kind == .protocolViolation)
+            try connection.simpleQuery("create table t (n int)")
+            let nul = #expect(throws: PostgresError.self) { try connection.copyFrom("COPY t FROM STDIN", rows: [["1\u{0}"]]) }
+            #expect(nul?.kind == .invalidArgument)
+            // A COPY sent through simpleQuery is ended cleanly, not left hanging.
+            let viaSimple = #expect(throws: PostgresError.self) { try connection.simpleQuery("COPY t FROM STDIN") }
+            #expect(viaSimple?.kind == .protocolViolation)
+            #expect(try connection.query("select count(*) from t").rows[0].decode(0, as: Int.self) == 0)
+        }
+    }
+}
