@@ -190,6 +190,11 @@ extension JobsTable {
         public var deadLettered: Int
         /// False when another worker was rescuing at the same moment, so this one did nothing.
         public var ranHere: Bool
+        public init(requeued: Int, deadLettered: Int, ranHere: Bool) {
+            self.requeued = requeued
+            self.deadLettered = deadLettered
+            self.ranHere = ranHere
+        }
     }
 
     /// Recovers jobs whose lease expired (their worker died or hung). The lost attempt

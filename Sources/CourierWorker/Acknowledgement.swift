@@ -12,6 +12,8 @@ enum Acknowledgement: Sendable, Equatable {
     case handBack(id: Int64, attempt: Int)
     /// A destination asked for no requests before now + delay (Retry-After).
     case destinationPause(destination: String, milliseconds: Int64)
+    /// The result of a half-open probe, applied only if its generation is still current.
+    case probeResult(destination: String, generation: Int64, succeeded: Bool)
 }
 
 /// The acknowledgements not yet written, shared by the job tasks (producers) and
@@ -43,13 +45,15 @@ final class AcknowledgementBuffer: @unchecked Sendable {
 
 extension Acknowledgement {
     /// Writes a batch: one statement per kind of acknowledgement present.
-    static func write(_ batch: [Acknowledgement], worker: UUID, on connection: PostgresConnection) throws {
+    static func write(_ batch: [Acknowledgement], worker: UUID, breakerPolicy: BreakersTable.ReportPolicy,
+                      jitter: Double, on connection: PostgresConnection) throws {
         var successes: [JobsTable.Success] = []
         var retries: [JobsTable.Retry] = []
         var letters: [JobsTable.DeadLetter] = []
         var handBackIDs: [Int64] = []
         var handBackAttempts: [Int] = []
         var pauses: [String: Int64] = [:]
+        var probes: [(String, Int64, Bool)] = []
         for item in batch {
             switch item {
             case .success(let s): successes.append(s)
@@ -59,11 +63,17 @@ extension Acknowledgement {
                 handBackIDs.append(id)
                 handBackAttempts.append(attempt)
             case .destinationPause(let destination, let ms): pauses[destination] = max(pauses[destination] ?? 0, ms)
+            case .probeResult(let destination, let generation, let succeeded): probes.append((destination, generation, succeeded))
             }
         }
         // Pauses first, so a job retried after Retry-After cannot be claimed before its destination is paused.
         for (destination, ms) in pauses.sorted(by: { $0.key < $1.key }) {
             try BreakersTable.pause(destination: destination, milliseconds: ms, on: connection)
+        }
+        for (destination, generation, succeeded) in probes {
+            try BreakersTable.probeResult(destination: destination, generation: generation, succeeded: succeeded,
+                                          worker: worker.uuidString.lowercased(), policy: breakerPolicy, jitter: jitter,
+                                          on: connection)
         }
         try JobsTable.complete(successes, worker: worker, on: connection)
         try JobsTable.retry(retries, worker: worker, on: connection)

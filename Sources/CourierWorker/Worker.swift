@@ -22,6 +22,11 @@ public final class Worker: @unchecked Sendable {
     private var stopping = false
     private var inFlight: [Int64: InFlightJob] = [:]
     private var random = SystemRandomNumberGenerator()
+    /// Breaker evidence per destination since the last report, and when this worker
+    /// last reported failures for it (pure-success evidence is only worth a write
+    /// while failures are being counted).
+    private var evidence: [String: BreakerEvidence] = [:]
+    private var lastFailureReport: [String: ContinuousClock.Instant] = [:]
 
     private let acknowledgements = AcknowledgementBuffer()
     private let claimSignal = ThreadSignal()
@@ -38,6 +43,8 @@ public final class Worker: @unchecked Sendable {
         var started = false
         var cancelledByOperator = false
         var abortedByShutdown = false
+        /// Set when this job is its destination's half-open probe.
+        var probeGeneration: Int64?
     }
 
     /// - Parameters:
@@ -151,10 +158,10 @@ public final class Worker: @unchecked Sendable {
         }
     }
 
-    private func start(_ jobs: [ClaimedJob]) {
+    private func start(_ jobs: [ClaimedJob], probeGeneration: Int64? = nil) {
         guard !jobs.isEmpty else { return }
         lock.withLock {
-            for job in jobs { inFlight[job.id] = InFlightJob(job: job) }
+            for job in jobs { inFlight[job.id] = InFlightJob(job: job, probeGeneration: probeGeneration) }
         }
         for job in jobs {
             let task = Task { [self] in await self.execute(job) }
@@ -202,7 +209,16 @@ public final class Worker: @unchecked Sendable {
                                             mayHaveBeenDelivered: false, retryable: false)
         }
         let elapsed = ContinuousClock.now - clock
-        let flags = lock.withLock { inFlight[job.id].map { ($0.cancelledByOperator, $0.abortedByShutdown) } } ?? (false, false)
+        let flags = lock.withLock { inFlight[job.id].map { ($0.cancelledByOperator, $0.abortedByShutdown, $0.probeGeneration) } }
+            ?? (false, false, nil)
+        if let generation = flags.2 {
+            // The probe's verdict: the destination answered in a way that is not a breaker failure.
+            let healthy = classification.succeeded
+                || (!classification.countsAsBreakerFailure && classification.errorClass != .throttled && classification.errorClass != .cancelled)
+            acknowledge(.probeResult(destination: job.destination, generation: generation, succeeded: healthy))
+        } else if !flags.0 && !flags.1 {
+            noteEvidence(job.destination, classification)
+        }
         record(job, classification, startedAt: startedAt, elapsed: elapsed,
                cancelledByOperator: flags.0, abortedByShutdown: flags.1)
         finish(job.id)
@@ -299,6 +315,81 @@ public final class Worker: @unchecked Sendable {
         logger.log(c.succeeded ? .debug : .info, message, fields)
     }
 
+    // MARK: - Breaker evidence and probes
+
+    private func noteEvidence(_ destination: String, _ classification: Classification) {
+        guard classification.succeeded || classification.countsAsBreakerFailure else { return }
+        let tripsAlone = lock.withLock { () -> Bool in
+            evidence[destination, default: BreakerEvidence()].record(classification)
+            return evidence[destination]!.wouldTrip(configuration.breakerPolicy)
+        }
+        // Our own evidence would open the breaker: report now, not at the next tick.
+        if tripsAlone { maintenanceSignal.signal() }
+    }
+
+    var reportPolicy: BreakersTable.ReportPolicy {
+        let p = configuration.breakerPolicy
+        return BreakersTable.ReportPolicy(
+            failureThreshold: p.failureThreshold, windowMilliseconds: Int64(p.window.milliseconds),
+            minimumVolume: p.minimumVolume, failureRate: p.failureRateThreshold,
+            cooldownMilliseconds: Int64(p.cooldown.milliseconds), cooldownMaxMilliseconds: Int64(p.cooldownMax.milliseconds),
+            probeLeaseMilliseconds: Int64(p.probeLease.milliseconds))
+    }
+
+    /// Writes the evidence gathered since the last report, one call per destination.
+    private func reportEvidence(session: DatabaseSession) {
+        let now = ContinuousClock.now
+        let window = configuration.breakerPolicy.window
+        let batch = lock.withLock { () -> [(String, BreakerEvidence)] in
+            var due: [(String, BreakerEvidence)] = []
+            for (destination, gathered) in evidence {
+                let recentlyFailing = lastFailureReport[destination].map { now - $0 < window } ?? false
+                if gathered.failures > 0 || recentlyFailing {
+                    due.append((destination, gathered))
+                    if gathered.failures > 0 { lastFailureReport[destination] = now }
+                }
+            }
+            evidence.removeAll(keepingCapacity: true)
+            return due
+        }
+        guard !batch.isEmpty else { return }
+        let policy = reportPolicy
+        let worker = id.uuidString.lowercased()
+        _ = session.run { connection in
+            for (destination, gathered) in batch {
+                let state = try BreakersTable.report(
+                    destination: destination, successes: gathered.successes, failures: gathered.failures,
+                    trailingFailures: gathered.consecutiveFailures, worker: worker, policy: policy, on: connection)
+                if state == "open" && gathered.failures > 0 {
+                    self.logger.debug("breaker evidence reported", [("destination", destination), ("failures", gathered.failures), ("state", state)])
+                }
+            }
+        }
+    }
+
+    /// Wins and runs probes for destinations whose cooldown is over: exactly one
+    /// worker in the fleet gets each probe.
+    private func runDueProbes(session: DatabaseSession) {
+        guard !isStopping, inFlightCount < configuration.concurrency else { return }
+        guard case .success(let due) = session.run({ try BreakersTable.dueForProbe(queues: self.configuration.queues, on: $0) }),
+              !due.isEmpty else { return }
+        let policy = reportPolicy
+        for destination in due.shuffled() {
+            let result = session.run { connection -> (Int64, ClaimedJob?)? in
+                guard let generation = try BreakersTable.tryProbe(destination: destination, worker: self.id,
+                                                                  probeLeaseMilliseconds: policy.probeLeaseMilliseconds,
+                                                                  on: connection) else { return nil }
+                let job = try JobsTable.claimProbe(destination: destination, generation: generation,
+                                                   queues: self.configuration.queues, worker: self.id,
+                                                   leaseMilliseconds: Int(self.configuration.lease.milliseconds), on: connection)
+                return (generation, job)
+            }
+            guard case .success(let won?) = result, let job = won.1 else { continue }
+            logger.info("breaker half-open; probing", [("destination", destination), ("job", job.id), ("generation", won.0)])
+            start([job], probeGeneration: won.0)
+        }
+    }
+
     // MARK: - Acknowledging
 
     private func acknowledgeLoop() {
@@ -314,8 +405,11 @@ public final class Worker: @unchecked Sendable {
             while acknowledgements.count > 0 {
                 let batch = acknowledgements.take(limit: configuration.ackBatch)
                 let started = ContinuousClock.now
+                let policy = reportPolicy
+                let spread = configuration.breakerPolicy.cooldownJitter
+                let jitter = lock.withLock { Double.random(in: (1 - spread)...(1 + spread), using: &random) }
                 let result = session.run { connection in
-                    try Acknowledgement.write(batch, worker: self.id, on: connection)
+                    try Acknowledgement.write(batch, worker: self.id, breakerPolicy: policy, jitter: jitter, on: connection)
                 }
                 if case .failure = result {
                     acknowledgements.putBack(batch)
@@ -344,6 +438,7 @@ public final class Worker: @unchecked Sendable {
         var lastHeartbeat = ContinuousClock.now - .seconds(3600)
         var lastRescue = ContinuousClock.now - .seconds(3600)
         var lastPrune = ContinuousClock.now
+        var lastCancelCheck = ContinuousClock.now
         let rescueInterval = max(.seconds(1), min(configuration.lease / 4, .seconds(15)))
         while !isStopping {
             let now = ContinuousClock.now
@@ -363,7 +458,8 @@ public final class Worker: @unchecked Sendable {
                     lastHeartbeat = now
                     cancelRunning(cancelled)
                 }
-            } else if !held.isEmpty {
+            } else if !held.isEmpty && now - lastCancelCheck >= .seconds(1) {
+                lastCancelCheck = now
                 // Cancellation reaches a running job within a second even if a NOTIFY was missed.
                 if case .success(let cancelled) = session.run({ try JobsTable.cancelRequested(worker: self.id, on: $0) }) {
                     cancelRunning(cancelled)
@@ -386,8 +482,11 @@ public final class Worker: @unchecked Sendable {
                 }
                 lastPrune = now
             }
-            maintenanceSignal.wait(timeout: .seconds(1))
+            reportEvidence(session: session)
+            runDueProbes(session: session)
+            maintenanceSignal.wait(timeout: .milliseconds(250))
         }
+        reportEvidence(session: session)
         gracefulShutdown(session: session)
     }
 

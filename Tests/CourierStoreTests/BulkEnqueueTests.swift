@@ -6,7 +6,7 @@ import Testing
 
 @Suite struct BulkEnqueueTests {
     @Test func copyLoadsOneHundredThousandJobs() throws {
-        try CourierTestDatabase.with { _, db in
+        try CourierTestDatabase.with { (_, db) throws in
             var requests: [EnqueueRequest] = []
             requests.reserveCapacity(100_000)
             for i in 0..<100_000 {
@@ -40,7 +40,7 @@ import Testing
     }
 
     @Test func bulkIsAllOrNothing() throws {
-        try CourierTestDatabase.with { _, db in
+        try CourierTestDatabase.with { (_, db) throws in
             var good = EnqueueRequest(url: "https://example.com/ok")
             good.queue = "a"
             var bad = EnqueueRequest(url: "https://example.com/bad")
@@ -53,7 +53,7 @@ import Testing
     }
 
     @Test func bulkHonoursUniqueKeys() throws {
-        try CourierTestDatabase.with { _, db in
+        try CourierTestDatabase.with { (_, db) throws in
             var a = EnqueueRequest(url: "https://example.com/a")
             a.uniqueKey = "same"
             let result = try JobsTable.enqueueMany([a, a, EnqueueRequest(url: "https://example.com/b")], on: db)

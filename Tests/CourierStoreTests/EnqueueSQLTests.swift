@@ -10,7 +10,7 @@ import Testing
     }
 
     @Test func enqueueAppliesTheContractDefaults() throws {
-        try CourierTestDatabase.with { _, db in
+        try CourierTestDatabase.with { (_, db) throws in
             let id = try db.query("select courier.enqueue('https://Hooks.Example.com/in?x=1')").rows[0].decode(0, as: Int64.self)
             let row = try db.query("""
                 select method, queue, priority, attempt, max_attempts, destination, idempotency_key, state, timeout_ms,
@@ -33,7 +33,7 @@ import Testing
     }
 
     @Test func explicitNullMeansNoIdempotencyKeyAndNamedParametersWork() throws {
-        try CourierTestDatabase.with { _, db in
+        try CourierTestDatabase.with { (_, db) throws in
             let id = try db.query("""
                 select courier.enqueue(url => 'http://10.0.0.1:8080/x', method => 'put', idempotency_key => null,
                     queue => 'sync', priority => -5, max_attempts => 3, timeout_ms => 500, expect_content_type => 'Application/JSON',
@@ -55,7 +55,7 @@ import Testing
     }
 
     @Test func aRolledBackEnqueueLeavesNothingAndNotifiesNobody() throws {
-        try CourierTestDatabase.with { database, db in
+        try CourierTestDatabase.with { (database, db) throws in
             let listener = try PostgresConnection.connect(PostgresConfiguration(connectionString: database.url))
             defer { listener.close() }
             try listener.listen("courier_jobs")
@@ -77,7 +77,7 @@ import Testing
     }
 
     @Test func uniqueKeyReturnsTheWaitingJobAndIsFreedWhenItLeaves() throws {
-        try CourierTestDatabase.with { _, db in
+        try CourierTestDatabase.with { (_, db) throws in
             let first = try db.query("select courier.enqueue(url => 'https://example.com/a', unique_key => 'user-42')").rows[0].decode(0, as: Int64.self)
             let second = try db.query("select courier.enqueue(url => 'https://example.com/b', unique_key => 'user-42')").rows[0].decode(0, as: Int64.self)
             #expect(first == second)
@@ -136,7 +136,7 @@ import Testing
         ("url => 'https://example.com', expect_content_type => 'json'", "expect_content_type"),
     ])
     func badInputNamesTheParameterAndChangesNothing(arguments: String, field: String) throws {
-        try CourierTestDatabase.with(label: "bad_\(field)") { _, db in
+        try CourierTestDatabase.with(label: "bad_\(field)") { (_, db) throws in
             try db.query("select courier.enqueue('https://example.com/keep')")
             do {
                 try db.query(PostgresQuery(unsafeSQL: "select courier.enqueue(\(arguments))"))
@@ -150,7 +150,7 @@ import Testing
     }
 
     @Test func checkConstraintsGuardDirectInserts() throws {
-        try CourierTestDatabase.with { _, db in
+        try CourierTestDatabase.with { (_, db) throws in
             do {
                 try db.query("insert into courier.jobs (destination, url, queue) values ('x', 'https://e.com', 'bad queue')")
                 Issue.record("expected a check violation")
@@ -162,7 +162,7 @@ import Testing
     }
 
     @Test func enqueueJobTakesOtherKinds() throws {
-        try CourierTestDatabase.with { _, db in
+        try CourierTestDatabase.with { (_, db) throws in
             let id = try db.query("select courier.enqueue_job('email.send', '{\"to\": \"a@b.c\"}')").rows[0].decode(0, as: Int64.self)
             let row = try db.query("select kind, destination, url, args::text from courier.jobs where id = \(id)").rows[0]
             #expect(try row.decode(0, as: String.self) == "email.send")

@@ -25,7 +25,7 @@ import Testing
     }
 
     @Test func claimLeasesInPriorityThenRunAtOrderAndSkipsLockedRows() throws {
-        try CourierTestDatabase.with { database, db in
+        try CourierTestDatabase.with { (database, db) throws in
             var low = EnqueueRequest(url: "https://example.com/low")
             low.priority = 5
             let lowID = try JobsTable.enqueue(low, on: db)
@@ -56,7 +56,7 @@ import Testing
     }
 
     @Test func claimSkipsHeldBackDestinations() throws {
-        try CourierTestDatabase.with { _, db in
+        try CourierTestDatabase.with { (_, db) throws in
             let paused = try enqueue(db, 2, url: "https://paused.example.com/x")
             let open = try enqueue(db, 2, url: "https://open.example.com/x")
             let healthy = try enqueue(db, 2, url: "https://healthy.example.com/x")
@@ -70,7 +70,7 @@ import Testing
     }
 
     @Test func acknowledgementsAreFencedByTheLease() throws {
-        try CourierTestDatabase.with { _, db in
+        try CourierTestDatabase.with { (_, db) throws in
             let ids = try enqueue(db, 3)
             let jobs = try JobsTable.claim(queue: "default", limit: 3, worker: workerA, leaseMilliseconds: 30_000, on: db)
             #expect(jobs.count == 3)
@@ -102,7 +102,7 @@ import Testing
     }
 
     @Test func aLateAckAfterRescueChangesNothing() throws {
-        try CourierTestDatabase.with { _, db in
+        try CourierTestDatabase.with { (_, db) throws in
             let id = try enqueue(db, 1)[0]
             _ = try JobsTable.claim(queue: "default", limit: 1, worker: workerA, leaseMilliseconds: 30_000, on: db)
             try db.query("update courier.jobs set lease_expires_at = now() - interval '1 second' where id = \(id)")
@@ -121,7 +121,7 @@ import Testing
     }
 
     @Test func rescueDeadLettersJobsThatAreNotSafeToRepeatOrOutOfAttempts() throws {
-        try CourierTestDatabase.with { _, db in
+        try CourierTestDatabase.with { (_, db) throws in
             let unsafe = try enqueue(db, 1, key: false)[0]
             let safeGet = try enqueue(db, 1, method: "GET", key: false)[0]
             var last = EnqueueRequest(url: "https://example.com/x")
@@ -139,7 +139,7 @@ import Testing
     }
 
     @Test func onlyOneRescuerRunsAtATime() throws {
-        try CourierTestDatabase.with { database, db in
+        try CourierTestDatabase.with { (database, db) throws in
             let other = try PostgresConnection.connect(PostgresConfiguration(connectionString: database.url))
             defer { other.close() }
             try other.simpleQuery("begin")
@@ -151,7 +151,7 @@ import Testing
     }
 
     @Test func handBackReturnsTheAttempt() throws {
-        try CourierTestDatabase.with { _, db in
+        try CourierTestDatabase.with { (_, db) throws in
             let id = try enqueue(db, 1)[0]
             let job = try JobsTable.claim(queue: "default", limit: 1, worker: workerA, leaseMilliseconds: 30_000, on: db)[0]
             #expect(try JobsTable.handBack(ids: [id], attempts: [job.attempt], worker: workerA, on: db) == [id])
@@ -160,7 +160,7 @@ import Testing
     }
 
     @Test func leasesExtendAndReportCancellation() throws {
-        try CourierTestDatabase.with { _, db in
+        try CourierTestDatabase.with { (_, db) throws in
             let ids = try enqueue(db, 2)
             _ = try JobsTable.claim(queue: "default", limit: 2, worker: workerA, leaseMilliseconds: 1_000, on: db)
             let outcomes = try JobsTable.cancel(ids: [ids[0]], on: db)
@@ -175,7 +175,7 @@ import Testing
     }
 
     @Test func cancelMovesWaitingJobsToDeadLetters() throws {
-        try CourierTestDatabase.with { _, db in
+        try CourierTestDatabase.with { (_, db) throws in
             let ids = try enqueue(db, 2)
             let outcomes = try JobsTable.cancel(ids: [ids[0], 999_999], on: db)
             #expect(outcomes.map(\.outcome) == [.cancelled, .notFound])
