@@ -52,6 +52,10 @@ import Testing
             // A COPY sent through simpleQuery is ended cleanly, not left hanging.
             let viaSimple = #expect(throws: PostgresError.self) { try connection.simpleQuery("COPY t FROM STDIN") }
             #expect(viaSimple?.kind == .protocolViolation)
+            try connection.execute("insert into t values (\(Int32(1)))")
+            let copyOut = #expect(throws: PostgresError.self) { try connection.query("COPY t TO STDOUT") }
+            #expect(copyOut?.kind == .protocolViolation)
+            try connection.execute("delete from t")
             #expect(try connection.query("select count(*) from t").rows[0].decode(0, as: Int.self) == 0)
         }
     }
