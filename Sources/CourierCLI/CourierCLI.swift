@@ -1,1 +1,0 @@
-// CourierCLI module

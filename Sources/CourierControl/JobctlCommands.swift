@@ -1,0 +1,375 @@
+import CourierCLI
+
+/// The declaration of every `jobctl` command and flag. Parsing, validation and
+/// help are derived from it (see `CourierCLI`); command implementations read
+/// the values by these names.
+///
+/// Positional keys: `show` and `dead show` use `id`; `cancel`, `dead replay`
+/// and `dead purge` use `ids`; `breaker open|close|reset` use `destination`.
+public enum JobctlCommands {
+    /// `jobctl`, with every subcommand.
+    public static let root = CommandSpec(
+        name: "jobctl",
+        abstract: "Operate a Courier job queue: migrate the schema, enqueue and inspect jobs, replay dead letters, control circuit breakers.",
+        discussion: """
+            Every command reads the database location from --database-url or \
+            DATABASE_URL (a libpq URI or key=value conninfo; the PG* variables work \
+            too, as in libpq). Commands that print data take --json.
+
+            Exit codes: 0 success; 1 runtime failure, such as an unreachable \
+            database; 2 bad usage or bad input; 3 nothing matched, such as an \
+            unknown id.
+            """,
+        arguments: [databaseURL],
+        subcommands: [migrate, enqueue, list, show, cancel, stats, dead, breakers, breaker, workers, devdb]
+    )
+
+    // MARK: - Shared arguments
+
+    static let databaseURL = ArgumentSpec.option(
+        "database-url", value: "URL",
+        help: "The database: a libpq URI or key=value conninfo. The PG* variables apply too, as in libpq.",
+        environmentVariable: "DATABASE_URL", isGlobal: true)
+
+    static let json = ArgumentSpec.flag("json", help: "Print machine-readable JSON.")
+
+    static let filterRule = """
+        A filter given several times matches any of its values; different \
+        filters must all match.
+        """
+
+    static let timeSyntax = """
+        TIME is an RFC 3339 time (2024-05-01T12:00:00Z), a date (2024-05-01, \
+        midnight UTC), 'now', or an offset from now such as +30m or -12h. \
+        Durations are written 250ms, 30s, 5m, 2h or 1h30m.
+        """
+
+    static let reasons = ["permanent", "invalid_response", "exhausted", "deadline", "ambiguous", "cancelled"]
+
+    static let errorClasses = [
+        "transport", "timeout", "connection_lost", "server", "throttled", "client",
+        "invalid_response", "lease_expired", "cancelled",
+    ]
+
+    /// The dead-letter filters shared by `dead list` and `dead replay`.
+    static let deadLetterFilters: [ArgumentSpec] = [
+        .option("reason", value: "REASON", help: "Only dead letters with this reason.",
+                allowedValues: reasons, repeatable: true),
+        .option("destination", value: "DEST", help: "Only this destination (scheme://host:port).",
+                repeatable: true),
+        .option("queue", value: "QUEUE", help: "Only this queue.", repeatable: true),
+        .option("class", value: "CLASS", help: "Only dead letters whose last attempt failed with this error class.",
+                allowedValues: errorClasses, repeatable: true),
+        .option("status", value: "CODE", help: "Only dead letters whose last attempt got this HTTP status.",
+                repeatable: true),
+        .option("since", value: "TIME", help: "Only dead letters that failed at or after TIME."),
+        .option("until", value: "TIME", help: "Only dead letters that failed before TIME."),
+    ]
+
+    static let deadLetterFilterNames = deadLetterFilters.map(\.long)
+
+    // MARK: - Commands
+
+    static let migrate = CommandSpec(
+        name: "migrate",
+        abstract: "Create or upgrade the courier schema.",
+        discussion: """
+            Applies the pending migrations under an advisory lock, so it is safe to \
+            run repeatedly and from several processes at once. The migrations are \
+            built into jobctl, so it works from any directory.
+            """,
+        arguments: [
+            .flag("print", help: "Print the SQL of the pending migrations instead of applying it."),
+            json,
+        ]
+    )
+
+    static let enqueuePerJobFlags = [
+        "method", "header", "data", "queue", "priority", "run-at", "in", "max-attempts", "deadline", "within",
+        "idempotency-key", "no-idempotency-key", "unique-key", "destination", "timeout", "expect-content-type",
+    ]
+
+    static let enqueue = CommandSpec(
+        name: "enqueue",
+        abstract: "Enqueue an HTTP job, or many from NDJSON.",
+        discussion: """
+            Prints the new job's id. While a job with the same --unique-key is \
+            waiting or running, prints that job's id instead of adding another.
+
+            Every job carries an idempotency key, generated unless --idempotency-key \
+            gives one, and sent as the Idempotency-Key header on every attempt and \
+            every replay. --no-idempotency-key enqueues a job without one: if its \
+            method is not idempotent, a failure that may have reached the server \
+            then sends it to the dead letters as 'ambiguous' instead of repeating it.
+
+            With --ndjson, each line of FILE (or of standard input) is a JSON object \
+            with the fields of courier.enqueue: url, method, headers, body, queue, \
+            priority, run_at, max_attempts, deadline, idempotency_key, unique_key, \
+            destination, timeout_ms, expect_content_type. The file is enqueued all \
+            or nothing; an error names the line and the field. Prints how many jobs \
+            were enqueued.
+
+            \(timeSyntax)
+            """,
+        arguments: [
+            .option("url", value: "URL", help: "The URL to call; http or https.", exclusiveGroup: "source"),
+            .option("ndjson", value: "FILE",
+                    help: "Enqueue one job per line of FILE, or of standard input when FILE is '-' or left out.",
+                    exclusiveGroup: "source", implicitValue: "-"),
+            .option("method", short: "X", value: "METHOD", help: "The HTTP method.", defaultValue: "POST"),
+            .option("header", short: "H", value: "'NAME: VALUE'", help: "A request header.", repeatable: true),
+            .option("data", short: "d", value: "TEXT|@FILE", help: "The request body, or @FILE to read it from a file."),
+            .option("queue", value: "QUEUE", help: "The queue to put the job on.", defaultValue: "default"),
+            .option("priority", value: "N", help: "Smaller runs first; negative numbers are allowed.", defaultValue: "0"),
+            .option("run-at", value: "TIME", help: "Run no earlier than TIME.", exclusiveGroup: "start"),
+            .option("in", value: "DURATION", help: "Run no earlier than DURATION from now.", exclusiveGroup: "start"),
+            .option("max-attempts", value: "N",
+                    help: "Attempts before the job goes to the dead letters as 'exhausted'.", defaultValue: "5"),
+            .option("deadline", value: "TIME",
+                    help: "Give up once TIME has passed: the job goes to the dead letters as 'deadline'.",
+                    exclusiveGroup: "deadline"),
+            .option("within", value: "DURATION", help: "Give up once DURATION from now has passed.",
+                    exclusiveGroup: "deadline"),
+            .option("idempotency-key", value: "KEY", help: "The idempotency key to send; generated when not given.",
+                    exclusiveGroup: "idempotency"),
+            .flag("no-idempotency-key", help: "Enqueue the job without an idempotency key (see above).",
+                  exclusiveGroup: "idempotency"),
+            .option("unique-key", value: "KEY",
+                    help: "While a job with this key is waiting or running, return its id instead of adding another."),
+            .option("destination", value: "DEST",
+                    help: "The circuit-breaker key; scheme://host:port of the URL when not given."),
+            .option("timeout", value: "DURATION", help: "The request timeout of each attempt."),
+            .option("expect-content-type", value: "TYPE",
+                    help: "Treat a 2xx response of another content type as 'invalid_response', e.g. application/json."),
+            json,
+        ],
+        examples: [
+            "jobctl enqueue --url https://api.example.com/hooks \\\n    -H 'Content-Type: application/json' --data '{\"event\": \"signup\"}'",
+            "jobctl enqueue --url https://api.example.com/sync/42 --method PUT \\\n    --in 5m --within 2h --unique-key sync-42 \\\n    --expect-content-type application/json",
+            "jobctl enqueue --ndjson jobs.ndjson",
+            "generate-jobs | jobctl enqueue --ndjson --json",
+        ],
+        constraints: [
+            .atLeastOne(of: ["url", "ndjson"]),
+            .conflicts("ndjson", with: enqueuePerJobFlags),
+        ]
+    )
+
+    static let list = CommandSpec(
+        name: "list",
+        abstract: "List jobs that are waiting or running.",
+        arguments: [
+            .option("state", value: "STATE", help: "Only jobs in this state.", allowedValues: ["available", "running"]),
+            .option("queue", value: "QUEUE", help: "Only jobs on this queue."),
+            .option("destination", value: "DEST", help: "Only jobs for this destination (scheme://host:port)."),
+            .option("limit", short: "n", value: "N", help: "Show at most N jobs.", defaultValue: "50"),
+            json,
+        ]
+    )
+
+    static let show = CommandSpec(
+        name: "show",
+        abstract: "Show a job, waiting, running, succeeded or dead, with its attempts.",
+        discussion: """
+            Succeeded jobs stay visible for the workers' retention period (24h by \
+            default). Exits 3 when no job has this id.
+            """,
+        arguments: [
+            .positional("id", value: "ID", help: "The job's id."),
+            json,
+        ]
+    )
+
+    static let cancel = CommandSpec(
+        name: "cancel",
+        abstract: "Cancel jobs.",
+        discussion: """
+            A cancelled job goes to the dead letters with reason 'cancelled'. A \
+            running job's request is aborted by its worker within a second. Exits 3 \
+            when no job matched.
+            """,
+        arguments: [
+            .positional("ids", value: "ID", help: "The ids of the jobs to cancel.", repeatable: true),
+            json,
+        ]
+    )
+
+    static let stats = CommandSpec(
+        name: "stats",
+        abstract: "Show queue depth, throughput, retries, breakers and live workers.",
+        discussion: """
+            Depth per queue and state; throughput; attempts by error class; retries \
+            and jobs that succeeded after a retry; the distribution of retry delays; \
+            circuit breakers; live workers.
+            """,
+        arguments: [
+            .flag("watch", short: "w", help: "Refresh the view in place until interrupted."),
+            .option("interval", value: "DURATION", help: "How often --watch refreshes.", defaultValue: "2s"),
+            json,
+        ]
+    )
+
+    // MARK: dead
+
+    static let dead = CommandSpec(
+        name: "dead",
+        abstract: "Inspect, replay and purge dead letters.",
+        discussion: """
+            A job goes to the dead letters when it will not be retried \
+            automatically. Reasons: permanent (a 4xx that retrying cannot fix), \
+            invalid_response (a 2xx whose body breaks the job's expectation), \
+            exhausted (max attempts used), deadline (the job's deadline passed), \
+            ambiguous (the request may have been delivered and the job is not safe \
+            to repeat), cancelled.
+            """,
+        subcommands: [deadList, deadShow, deadReplay, deadPurge]
+    )
+
+    static let deadList = CommandSpec(
+        name: "list",
+        abstract: "List dead letters, newest first.",
+        discussion: filterRule + "\n\n" + timeSyntax,
+        arguments: deadLetterFilters + [
+            .option("id", value: "ID", help: "Only the dead letter with this id.", repeatable: true),
+            .option("limit", short: "n", value: "N", help: "Show at most N dead letters.", defaultValue: "50"),
+            json,
+        ]
+    )
+
+    static let deadShow = CommandSpec(
+        name: "show",
+        abstract: "Show a dead letter with its request and full attempt history.",
+        discussion: "Exits 3 when no dead letter has this id.",
+        arguments: [
+            .positional("id", value: "ID", help: "The dead letter's id, as 'dead list' prints it."),
+            json,
+        ]
+    )
+
+    static let deadReplay = CommandSpec(
+        name: "replay",
+        abstract: "Enqueue dead letters again, paced, keeping their idempotency keys.",
+        discussion: """
+            Choose dead letters by id, with --all, or with the filters of 'dead \
+            list'. Each replayed job keeps the original idempotency key, so \
+            receivers can deduplicate, and starts with fresh attempts. A dead letter \
+            is replayed once: replaying it again does nothing unless --force is \
+            given.
+
+            --rate spreads the new jobs' start times, so the pace holds across the \
+            whole fleet of workers. Replayed jobs still wait while their \
+            destination's circuit breaker is open. --dry-run prints how many dead \
+            letters would be replayed per destination, and changes nothing.
+
+            \(filterRule)
+
+            \(timeSyntax)
+            """,
+        arguments: [
+            .positional("ids", value: "ID", help: "The ids of the dead letters to replay.", repeatable: true,
+                        required: false, exclusiveGroup: "selection"),
+            .flag("all", help: "Replay every dead letter not replayed yet.", exclusiveGroup: "selection"),
+        ] + deadLetterFilters + [
+            .option("limit", short: "n", value: "N", help: "Replay at most N dead letters."),
+            .option("rate", value: "RATE",
+                    help: "Replay at most RATE jobs, like 20/s, 300/m or 1000/h; a bare number is per second."),
+            .flag("dry-run", help: "Print what would be replayed, per destination, and change nothing."),
+            .flag("force", help: "Replay dead letters that were replayed before, too."),
+            json,
+        ],
+        examples: [
+            "jobctl dead replay --destination https://api.example.com:443 \\\n    --since -12h --dry-run",
+            "jobctl dead replay --destination https://api.example.com:443 \\\n    --since -12h --rate 20/s",
+            "jobctl dead replay 1041 1042 1043",
+            "jobctl dead replay --all --rate 300/m --json",
+        ],
+        constraints: [
+            .atLeastOne(of: ["ids", "all"] + deadLetterFilterNames),
+            .conflicts("all", with: deadLetterFilterNames),
+        ]
+    )
+
+    static let deadPurge = CommandSpec(
+        name: "purge",
+        abstract: "Delete dead letters by id or by age.",
+        arguments: [
+            .positional("ids", value: "ID", help: "The ids of the dead letters to delete.", repeatable: true,
+                        required: false, exclusiveGroup: "selection"),
+            .option("older-than", value: "DURATION", help: "Delete the dead letters that failed more than DURATION ago.",
+                    exclusiveGroup: "selection"),
+            json,
+        ],
+        constraints: [.atLeastOne(of: ["ids", "older-than"])]
+    )
+
+    // MARK: breakers
+
+    static let breakers = CommandSpec(
+        name: "breakers",
+        abstract: "Show every destination's circuit breaker.",
+        discussion: """
+            For each destination: state (closed, open or half_open), since when, \
+            failure counts, the next probe time and the number of jobs waiting.
+            """,
+        arguments: [json]
+    )
+
+    static let destination = ArgumentSpec.positional(
+        "destination", value: "DESTINATION", help: "The destination, as scheme://host:port.")
+
+    static let breaker = CommandSpec(
+        name: "breaker",
+        abstract: "Open, close or reset a destination's circuit breaker by hand.",
+        subcommands: [
+            CommandSpec(
+                name: "open",
+                abstract: "Open the breaker: hold the destination's jobs until it is closed or reset.",
+                discussion: "A breaker opened by hand stays open, without probes, until it is closed or reset.",
+                arguments: [destination, json]),
+            CommandSpec(
+                name: "close",
+                abstract: "Close the breaker: let the destination's jobs run again.",
+                arguments: [destination, json]),
+            CommandSpec(
+                name: "reset",
+                abstract: "Return the breaker to automatic operation, closed, with its counts cleared.",
+                arguments: [destination, json]),
+        ]
+    )
+
+    static let workers = CommandSpec(
+        name: "workers",
+        abstract: "List live workers and the jobs each holds.",
+        discussion: "For each worker: id, host, pid, start time, last heartbeat and the jobs it holds.",
+        arguments: [json]
+    )
+
+    // MARK: devdb
+
+    static let devdb = CommandSpec(
+        name: "devdb",
+        abstract: "Run a private local PostgreSQL cluster for development.",
+        discussion: """
+            The cluster is made with the installed PostgreSQL server programs \
+            (initdb, pg_ctl) and listens on the loopback interface only.
+            """,
+        arguments: [
+            .option("dir", value: "DIR", help: "Where the cluster's files live.", defaultValue: ".courier/devdb",
+                    isGlobal: true),
+        ],
+        subcommands: [
+            CommandSpec(
+                name: "start",
+                abstract: "Create the cluster on first use, start it, and print the DATABASE_URL to use.",
+                arguments: [
+                    .option("port", value: "PORT", help: "The TCP port to listen on.", defaultValue: "54329"),
+                    json,
+                ]),
+            CommandSpec(name: "stop", abstract: "Stop the cluster."),
+            CommandSpec(
+                name: "status",
+                abstract: "Show whether the cluster is running, and its DATABASE_URL.",
+                arguments: [json]),
+        ]
+    )
+}
