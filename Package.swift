@@ -47,8 +47,8 @@ let package = Package(
         .testTarget(name: "CourierCoreTests", dependencies: ["CourierCore"]),
         .testTarget(name: "CourierHTTPTests", dependencies: ["CourierHTTP", "CourierTestSupport"]),
         .testTarget(name: "CourierStoreTests", dependencies: ["CourierStore", "CourierTestSupport"]),
-        .testTarget(name: "CourierCLITests", dependencies: ["CourierCLI"]),
+        .testTarget(name: "CourierCLITests", dependencies: ["CourierCLI"], exclude: ["Golden"]),
         .testTarget(name: "CourierWorkerTests", dependencies: ["CourierWorker", "CourierTestSupport"]),
-        .testTarget(name: "CourierControlTests", dependencies: ["CourierControl", "CourierTestSupport"]),
+        .testTarget(name: "CourierControlTests", dependencies: ["CourierControl", "CourierTestSupport"], exclude: ["Golden"]),
     ]
 )

@@ -136,7 +136,7 @@ public struct DevDatabase: Sendable {
         }
         // pg_ctl's server inherits these descriptors; a file keeps it from holding our pipe open.
         let outputFile = FileManager.default.temporaryDirectory.appendingPathComponent("courier-devdb-\(UUID().uuidString).out")
-        FileManager.default.createFile(atPath: outputFile.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: outputFile.path, contents: nil)
         defer { try? FileManager.default.removeItem(at: outputFile) }
         let handle = try FileHandle(forWritingTo: outputFile)
         process.standardOutput = handle

@@ -49,6 +49,12 @@ public enum Jobctl {
         case ["cancel"]: try cancel(command, io: io)
         case ["stats"]: try stats(command, io: io)
         case ["workers"]: try workers(command, io: io)
+        case ["dead", "list"]: try deadList(command, io: io)
+        case ["dead", "show"]: try deadShow(command, io: io)
+        case ["dead", "replay"]: try deadReplay(command, io: io)
+        case ["dead", "purge"]: try deadPurge(command, io: io)
+        case ["breakers"]: try breakers(command, io: io)
+        case ["breaker", "open"], ["breaker", "close"], ["breaker", "reset"]: try breaker(command, io: io)
         case ["devdb", "start"], ["devdb", "stop"], ["devdb", "status"]: try devdb(command, io: io)
         default:
             throw ControlError.badInput("error: '\(command.commandPath.joined(separator: " "))' is not available in this build")

@@ -351,24 +351,27 @@ public enum JobctlCommands {
         abstract: "Run a private local PostgreSQL cluster for development.",
         discussion: """
             The cluster is made with the installed PostgreSQL server programs \
-            (initdb, pg_ctl) and listens on the loopback interface only.
+            (initdb, pg_ctl), listens on 127.0.0.1 and on a Unix socket in its \
+            directory, and trusts local connections: it is for development and \
+            tests only. Run as root, the server runs as the 'postgres' user. \
+            The directory defaults to /tmp/courier-devdb-UID.
             """,
         arguments: [
-            .option("dir", value: "DIR", help: "Where the cluster's files live.", defaultValue: ".courier/devdb",
-                    isGlobal: true),
+            .option("dir", value: "DIR", help: "Where the cluster's files live.",
+                    environmentVariable: "COURIER_DEVDB_DIR", isGlobal: true),
+            .option("port", value: "PORT", help: "The TCP port to listen on.", defaultValue: "54329", isGlobal: true),
         ],
         subcommands: [
             CommandSpec(
                 name: "start",
                 abstract: "Create the cluster on first use, start it, and print the DATABASE_URL to use.",
                 arguments: [
-                    .option("port", value: "PORT", help: "The TCP port to listen on.", defaultValue: "54329"),
-                    json,
+                    .flag("fast", help: "Turn off fsync and synchronous commit: faster and unsafe, for test suites."),
                 ]),
-            CommandSpec(name: "stop", abstract: "Stop the cluster."),
+            CommandSpec(name: "stop", abstract: "Stop the cluster; its data stays."),
             CommandSpec(
                 name: "status",
-                abstract: "Show whether the cluster is running, and its DATABASE_URL.",
+                abstract: "Show whether the cluster is running, and its DATABASE_URL; exit 3 when it is not running.",
                 arguments: [json]),
         ]
     )

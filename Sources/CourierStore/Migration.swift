@@ -17,6 +17,7 @@ extension Migration {
         Migration(version: 1, name: "0001_core_schema.sql", bytes: PackageResources._001_core_schema_sql),
         Migration(version: 2, name: "0002_worker_runtime.sql", bytes: PackageResources._002_worker_runtime_sql),
         Migration(version: 3, name: "0003_breakers.sql", bytes: PackageResources._003_breakers_sql),
+        Migration(version: 4, name: "0004_dead_letters.sql", bytes: PackageResources._004_dead_letters_sql),
     ]
 
     init(version: Int, name: String, bytes: [UInt8]) {

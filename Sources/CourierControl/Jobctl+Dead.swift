@@ -1,0 +1,184 @@
+import CourierCLI
+import CourierCore
+import CourierStore
+import Foundation
+import Postgres
+
+extension Jobctl {
+    /// The dead-letter filters shared by `dead list` and `dead replay`; bad values name the flag.
+    static func deadLetterFilter(_ command: ParsedCommand, now: Date = Date()) throws -> DeadLettersTable.Filter {
+        func list(_ name: String) -> [String]? {
+            let values = command.values(name)
+            return values.isEmpty ? nil : values
+        }
+        var filter = DeadLettersTable.Filter()
+        filter.reasons = list("reason")
+        filter.destinations = list("destination")
+        filter.queues = list("queue")
+        filter.classes = list("class")
+        let statuses = try command.ints("status", range: 100...599)
+        filter.statuses = statuses.isEmpty ? nil : statuses
+        filter.since = try command.timestamp("since", now: now)
+        filter.until = try command.timestamp("until", now: now)
+        if let since = filter.since, let until = filter.until, since >= until {
+            throw command.invalid("until", "must be later than --since")
+        }
+        return filter
+    }
+
+    static func deadLetterIDs(_ texts: [String], flag: String) throws -> [Int64] {
+        try texts.map { text in
+            guard let id = Int64(text), id > 0 else {
+                throw ControlError.badInput("error: \(flag): expected a positive dead letter id, got '\(text)'")
+            }
+            return id
+        }
+    }
+
+    static func deadList(_ command: ParsedCommand, io: ControlIO) throws {
+        var filter = try deadLetterFilter(command)
+        let ids = try deadLetterIDs(command.values("id"), flag: "--id")
+        filter.ids = ids.isEmpty ? nil : ids
+        filter.limit = try command.int("limit", range: 1...1_000_000) ?? 50
+        let letters = try withDatabase(command, io: io) { try DeadLettersTable.list(filter, on: $0) }
+        if command.flag("json") {
+            try io.printJSON(letters)
+            return
+        }
+        var table = TextTable(["ID", "JOB", "REASON", "CLASS", "STATUS", "ATTEMPTS", "FAILED_AT", "REPLAYED", "DESTINATION", "REQUEST"])
+        for l in letters {
+            table.add([String(l.id), String(l.jobID), l.reason, l.lastClass ?? "-", l.lastStatus.map(String.init) ?? "-",
+                       String(l.attempt), Timestamp.format(l.failedAt), l.replayedAt.map { _ in "yes" } ?? "no",
+                       l.destination, "\(l.method) \(l.url ?? "")"])
+        }
+        io.print(table.render())
+    }
+
+    static func deadShow(_ command: ParsedCommand, io: ControlIO) throws {
+        let id = try deadLetterIDs(Array(command.positionals("id").prefix(1)), flag: "ID").first ?? 0
+        guard let letter = try withDatabase(command, io: io, { try DeadLettersTable.get(id: id, on: $0) }) else {
+            throw ControlError.notFound("error: no dead letter \(id)")
+        }
+        if command.flag("json") {
+            try io.printJSON(letter)
+            return
+        }
+        var lines = [
+            "dead letter:     \(letter.id) (job \(letter.jobID))",
+            "reason:          \(letter.reason)",
+            "last error:      \(letter.lastClass ?? "-")" + (letter.lastStatus.map { " (HTTP \($0))" } ?? ""),
+            "queue:           \(letter.queue)",
+            "destination:     \(letter.destination)",
+            "request:         \(letter.method) \(letter.url ?? "")",
+            "attempts:        \(letter.attempt) of \(letter.maxAttempts)",
+            "idempotency key: \(letter.idempotencyKey ?? "(none)")",
+            "enqueued:        \(Timestamp.format(letter.createdAt))",
+            "failed:          \(Timestamp.format(letter.failedAt))",
+        ]
+        if let worker = letter.worker { lines.append("worker:          \(worker)") }
+        if let deadline = letter.deadline { lines.append("deadline:        \(Timestamp.format(deadline))") }
+        if let replayed = letter.replayedAt {
+            lines.append("replayed:        \(Timestamp.format(replayed)) as job \(letter.replayJobID.map(String.init) ?? "?")")
+        }
+        for name in letter.headers.keys.sorted() { lines.append("header:          \(name): \(letter.headers[name] ?? "")") }
+        if let body = letter.body { lines.append("body:            \(body.count > 200 ? String(body.prefix(200)) + "…" : body)") }
+        lines.append("history:")
+        for attempt in letter.errors {
+            let status = attempt.status.map { " \($0)" } ?? ""
+            let duration = attempt.durationMilliseconds.map { " \($0)ms" } ?? ""
+            lines.append("  #\(attempt.attempt) \(attempt.errorClass)\(status)\(duration) \(attempt.startedAt ?? ""): \(attempt.message)")
+        }
+        io.print(lines.joined(separator: "\n"))
+    }
+
+    struct ReplaySummary: Encodable {
+        var replayed: Int
+        var dryRun: Bool
+        var ratePerSecond: Double?
+        var byDestination: [String: Int]
+        var firstRunAt: Date?
+        var lastRunAt: Date?
+        enum CodingKeys: String, CodingKey {
+            case replayed, dryRun = "dry_run", ratePerSecond = "rate_per_second", byDestination = "by_destination"
+            case firstRunAt = "first_run_at", lastRunAt = "last_run_at"
+        }
+    }
+
+    static func deadReplay(_ command: ParsedCommand, io: ControlIO) throws {
+        var filter = try deadLetterFilter(command)
+        let ids = try deadLetterIDs(command.positionals("ids"), flag: "ID")
+        filter.ids = ids.isEmpty ? nil : ids
+        filter.limit = try command.int("limit", range: 1...100_000_000)
+        filter.includeReplayed = command.flag("force")
+        let rate = try command.rate("rate")?.perSecond
+        let dryRun = command.flag("dry-run")
+        try withDatabase(command, io: io) { db in
+            if dryRun {
+                let counts = try DeadLettersTable.countByDestination(filter, on: db)
+                let total = counts.reduce(0) { $0 + $1.count }
+                if command.flag("json") {
+                    try io.printJSON(ReplaySummary(replayed: total, dryRun: true, ratePerSecond: rate,
+                                                   byDestination: Dictionary(uniqueKeysWithValues: counts.map { ($0.destination, $0.count) }),
+                                                   firstRunAt: nil, lastRunAt: nil))
+                    return
+                }
+                var table = TextTable(["DESTINATION", "DEAD_LETTERS"])
+                for row in counts { table.add([row.destination, String(row.count)]) }
+                io.print(table.render())
+                var line = "dry run: \(total) dead letters would be replayed"
+                if let rate, total > 0 { line += String(format: ", over about %.1fs at %g/s", Double(total) / rate, rate) }
+                io.print(line + "; nothing was changed")
+                return
+            }
+            let total = try DeadLettersTable.countByDestination(filter, on: db).reduce(0) { $0 + $1.count }
+            let progress = Progress(io: io, total: total, label: "replayed")
+            let startAt = Date()
+            var done = 0
+            var byDestination: [String: Int] = [:]
+            var first: Date?
+            var last: Date?
+            // Chunks keep each transaction short, so a big replay never holds the queue up.
+            while true {
+                let chunk = min(5000, (filter.limit ?? Int.max) - done)
+                guard chunk > 0 else { break }
+                let replayed = try DeadLettersTable.replayChunk(filter, ratePerSecond: rate, startAt: startAt, startIndex: done,
+                                                                chunk: chunk, dryRun: false, on: db)
+                if replayed.isEmpty { break }
+                done += replayed.count
+                for r in replayed { byDestination[r.destination, default: 0] += 1 }
+                first = first ?? replayed.first?.runAt
+                last = replayed.last?.runAt ?? last
+                progress.update(done)
+            }
+            progress.finish()
+            let summary = ReplaySummary(replayed: done, dryRun: false, ratePerSecond: rate, byDestination: byDestination,
+                                        firstRunAt: first, lastRunAt: last)
+            if command.flag("json") {
+                try io.printJSON(summary)
+            } else {
+                var line = "replayed \(done) dead letters"
+                if let first, let last, done > 1, rate != nil {
+                    line += String(format: ", paced over %.1fs", last.timeIntervalSince(first))
+                }
+                io.print(line)
+            }
+            if done == 0 && !ids.isEmpty {
+                throw ControlError.notFound("error: none of the given dead letters can be replayed (unknown, or replayed before: use --force)")
+            }
+        }
+    }
+
+    static func deadPurge(_ command: ParsedCommand, io: ControlIO) throws {
+        let ids = try deadLetterIDs(command.positionals("ids"), flag: "ID")
+        let olderThan = try command.duration("older-than", minimum: .seconds(1))
+        guard !ids.isEmpty || olderThan != nil else {
+            throw ControlError.badInput("error: give dead letter ids or --older-than DURATION")
+        }
+        let deleted = try withDatabase(command, io: io) { db in
+            ids.isEmpty ? try DeadLettersTable.purge(olderThanMilliseconds: Int64(olderThan!.milliseconds), on: db)
+                : try DeadLettersTable.purge(ids: ids, on: db)
+        }
+        if command.flag("json") { try io.printJSON(["purged": deleted]) } else { io.print("purged \(deleted) dead letters") }
+        if deleted == 0 && !ids.isEmpty { throw ControlError.notFound("error: no dead letter matched") }
+    }
+}
