@@ -65,6 +65,8 @@ public enum JobworkerCommand {
             option("retention", value: "DURATION",
                    help: "How long succeeded jobs stay visible to 'jobctl show' before they are pruned.",
                    defaultValue: "24h"),
+            option("dead-letter-retention", value: "DURATION",
+                   help: "Purge dead letters older than DURATION automatically. Off when not set: dead letters stay until 'jobctl dead purge'."),
             option("metrics-addr", value: "HOST:PORT",
                    help: "Serve /metrics (Prometheus), /healthz and /readyz on this address. Off when not set."),
             option("secrets-dir", value: "DIR",

@@ -1,4 +1,5 @@
 import CourierCLI
+import CourierCore
 import CourierStore
 import Foundation
 import Postgres
@@ -6,41 +7,88 @@ import Postgres
 extension Jobctl {
     struct StatsView: Encodable {
         var queues: [StatsQueries.QueueDepth]
+        var throughputPerMinute: Int
+        var lastHour: [AttemptStatsTable.Summary]
+        var lastDay: [AttemptStatsTable.Summary]
+        var destinationsLastHour: [AttemptStatsTable.Summary]
         var deadLetters: [String: Int]
+        var breakers: [String: Int]
         var workers: Int
 
         enum CodingKeys: String, CodingKey {
-            case queues, deadLetters = "dead_letters", workers
+            case queues, throughputPerMinute = "succeeded_last_minute", lastHour = "queues_last_hour"
+            case lastDay = "queues_last_day", destinationsLastHour = "destinations_last_hour"
+            case deadLetters = "dead_letters", breakers, workers
         }
+    }
+
+    static func statsView(on connection: PostgresConnection) throws -> StatsView {
+        StatsView(
+            queues: try StatsQueries.queueDepths(on: connection),
+            throughputPerMinute: try StatsQueries.succeededLastMinute(on: connection),
+            lastHour: try AttemptStatsTable.summaries(lastSeconds: 3600, by: .queue, on: connection),
+            lastDay: try AttemptStatsTable.summaries(lastSeconds: 86_400, by: .queue, on: connection),
+            destinationsLastHour: try AttemptStatsTable.summaries(lastSeconds: 3600, by: .destination, on: connection),
+            deadLetters: try StatsQueries.deadLetterCounts(on: connection),
+            breakers: try StatsQueries.breakerStates(on: connection),
+            workers: try WorkersTable.live(on: connection).count)
     }
 
     static func stats(_ command: ParsedCommand, io: ControlIO) throws {
         let connection = try connect(command, io: io)
         defer { connection.close() }
-        let interval = try command.duration("interval") ?? .seconds(2)
+        let interval = try command.duration("interval", minimum: .milliseconds(200)) ?? .seconds(2)
+        let watch = command.flag("watch")
         repeat {
-            let view = StatsView(
-                queues: try StatsQueries.queueDepths(on: connection),
-                deadLetters: try StatsQueries.deadLetterCounts(on: connection),
-                workers: try WorkersTable.live(on: connection).count)
+            let view = try statsView(on: connection)
             if command.flag("json") {
                 try io.printJSON(view)
             } else {
-                if command.flag("watch") { io.writeOut("\u{1B}[H\u{1B}[2J") }
+                // In place: home the cursor and clear, then draw.
+                if watch { io.writeOut("\u{1B}[H\u{1B}[2J" + "courier stats, every \(DurationParser.format(interval)) (Ctrl-C to stop)\n\n") }
                 io.print(render(view))
             }
-            if command.flag("watch") { Thread.sleep(forTimeInterval: interval.seconds) }
-        } while command.flag("watch")
+            if watch { Thread.sleep(forTimeInterval: interval.seconds) }
+        } while watch
     }
 
     static func render(_ view: StatsView) -> String {
-        var table = TextTable(["QUEUE", "STATE", "JOBS", "OLDEST_DUE"])
-        for depth in view.queues {
-            table.add([depth.queue, depth.state, String(depth.count), depth.oldestDueSeconds.map { String(format: "%.1fs", $0) } ?? "-"])
+        var depth = TextTable(["QUEUE", "STATE", "JOBS", "OLDEST_DUE"])
+        for d in view.queues {
+            depth.add([d.queue, d.state, String(d.count), d.oldestDueSeconds.map { String(format: "%.1fs", $0) } ?? "-"])
         }
-        var lines = [table.render()]
+        var lines = [view.queues.isEmpty ? "no waiting or running jobs" : depth.render(), ""]
+        lines.append("succeeded in the last minute: \(view.throughputPerMinute)")
+        for (title, summaries) in [("last hour", view.lastHour), ("last day", view.lastDay)] {
+            lines.append("")
+            lines.append("attempts per queue, \(title):")
+            if summaries.isEmpty { lines.append("  none") }
+            for s in summaries {
+                let classes = s.attemptsByClass.keys.sorted().map { "\($0)=\(s.attemptsByClass[$0]!)" }.joined(separator: " ")
+                lines.append("  \(s.group): \(classes)")
+                var retry = "    retries=\(s.retries) succeeded=\(s.succeeded) succeeded_after_retry=\(s.succeededAfterRetry)"
+                if let mean = s.retryDelayMeanSeconds { retry += String(format: " mean_retry_delay=%.1fs", mean) }
+                lines.append(retry)
+                if s.retries > 0 {
+                    let order = AttemptStatsTable.delayBounds.map { "le_\(Int($0))s" } + ["le_inf"]
+                    lines.append("    retry delays (cumulative): " + order.map { "\($0)=\(s.retryDelayHistogram[$0] ?? 0)" }.joined(separator: " "))
+                }
+            }
+        }
+        let failing = view.destinationsLastHour.filter { $0.attemptsByClass.keys.contains { $0 != "success" } }
+        if !failing.isEmpty {
+            lines.append("")
+            lines.append("destinations with failures, last hour:")
+            for s in failing.prefix(10) {
+                let classes = s.attemptsByClass.keys.sorted().map { "\($0)=\(s.attemptsByClass[$0]!)" }.joined(separator: " ")
+                lines.append("  \(s.group): \(classes)")
+            }
+        }
+        lines.append("")
         let dead = view.deadLetters.keys.sorted().map { "\($0)=\(view.deadLetters[$0]!)" }.joined(separator: " ")
         lines.append("dead letters (not replayed): \(dead.isEmpty ? "0" : dead)")
+        let breakers = view.breakers.keys.sorted().map { "\($0)=\(view.breakers[$0]!)" }.joined(separator: " ")
+        lines.append("breakers: \(breakers.isEmpty ? "none" : breakers)")
         lines.append("live workers: \(view.workers)")
         return lines.joined(separator: "\n")
     }

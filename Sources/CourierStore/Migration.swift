@@ -18,6 +18,7 @@ extension Migration {
         Migration(version: 2, name: "0002_worker_runtime.sql", bytes: PackageResources._002_worker_runtime_sql),
         Migration(version: 3, name: "0003_breakers.sql", bytes: PackageResources._003_breakers_sql),
         Migration(version: 4, name: "0004_dead_letters.sql", bytes: PackageResources._004_dead_letters_sql),
+        Migration(version: 5, name: "0005_retry_metrics.sql", bytes: PackageResources._005_retry_metrics_sql),
     ]
 
     init(version: Int, name: String, bytes: [UInt8]) {

@@ -41,4 +41,19 @@ public enum StatsQueries {
         }
         return counts
     }
+
+    /// Jobs that succeeded in the last minute, fleet-wide.
+    public static func succeededLastMinute(on connection: PostgresConnection) throws -> Int {
+        try connection.query("select count(*)::bigint from courier.completed_jobs where finished_at > now() - interval '1 minute'")
+            .rows[0].decode(0, as: Int.self)
+    }
+
+    /// Breakers per state (closed ones included only once they have a row).
+    public static func breakerStates(on connection: PostgresConnection) throws -> [String: Int] {
+        var states: [String: Int] = [:]
+        for row in try connection.query("select state, count(*)::bigint from courier.breakers group by state").rows {
+            states[try row.decode(0, as: String.self)] = try row.decode(1, as: Int.self)
+        }
+        return states
+    }
 }

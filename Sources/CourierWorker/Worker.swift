@@ -27,6 +27,9 @@ public final class Worker: @unchecked Sendable {
     /// while failures are being counted).
     private var evidence: [String: BreakerEvidence] = [:]
     private var lastFailureReport: [String: ContinuousClock.Instant] = [:]
+    /// Attempt counts not yet added to `courier.attempt_stats`.
+    private var attemptCounts: [AttemptStatsTable.Key: AttemptStatsTable.Counts] = [:]
+    private var queuePolicies: QueuePolicies
 
     private let acknowledgements = AcknowledgementBuffer()
     private let claimSignal = ThreadSignal()
@@ -55,6 +58,7 @@ public final class Worker: @unchecked Sendable {
         self.logger = logger
         self.metrics = metrics
         self.outage = OutageTracker(logger: logger)
+        self.queuePolicies = QueuePolicies(base: configuration.retryPolicy)
         handlers["http"] = httpHandler
         handlers["noop"] = NoopJobHandler()
     }
@@ -239,6 +243,12 @@ public final class Worker: @unchecked Sendable {
                         cancelledByOperator: Bool, abortedByShutdown: Bool) {
         let durationMs = Int(elapsed.milliseconds)
         metrics.recordAttempt(classification)
+        let statsKey = AttemptStatsTable.Key(queue: job.queue, destination: job.destination,
+                                             errorClass: classification.succeeded ? "success" : (classification.errorClass?.rawValue ?? "unknown"))
+        lock.withLock {
+            attemptCounts[statsKey, default: .init()].attempts += 1
+            if classification.succeeded && job.attempt > 1 { attemptCounts[statsKey, default: .init()].succeededAfterRetry += 1 }
+        }
         if classification.succeeded {
             acknowledge(.success(.init(id: job.id, attempt: job.attempt, status: classification.status, durationMilliseconds: durationMs)))
             metrics.recordSuccess(afterRetry: job.attempt > 1)
@@ -267,7 +277,7 @@ public final class Worker: @unchecked Sendable {
             }
         } else {
             decision = lock.withLock {
-                RetryDecider.decide(classification, job: facts, policy: configuration.retryPolicy, now: Date(), rng: &random)
+                RetryDecider.decide(classification, job: facts, policy: queuePolicies.policy(for: job.queue), now: Date(), rng: &random)
             }
         }
         let error = attemptJSON(job, effective, startedAt: startedAt, durationMs: durationMs)
@@ -281,6 +291,7 @@ public final class Worker: @unchecked Sendable {
             }
             acknowledge(.retry(.init(id: job.id, attempt: job.attempt, delayMilliseconds: Int64(delay.milliseconds), errorJSON: error)))
             metrics.recordRetry(delay: delay)
+            lock.withLock { attemptCounts[statsKey, default: .init()].addRetry(delayMilliseconds: Int64(delay.milliseconds)) }
             logJob(job, "attempt failed; retrying", effective, [("retry_in", DurationParser.format(delay))])
         case .deadLetter(let reason):
             acknowledge(.deadLetter(.init(id: job.id, attempt: job.attempt, reason: reason.rawValue, errorJSON: error,
@@ -439,6 +450,8 @@ public final class Worker: @unchecked Sendable {
         var lastRescue = ContinuousClock.now - .seconds(3600)
         var lastPrune = ContinuousClock.now
         var lastCancelCheck = ContinuousClock.now
+        var lastStatsFlush = ContinuousClock.now
+        var lastSettingsRead = ContinuousClock.now - .seconds(3600)
         let rescueInterval = max(.seconds(1), min(configuration.lease / 4, .seconds(15)))
         while !isStopping {
             let now = ContinuousClock.now
@@ -479,8 +492,22 @@ public final class Worker: @unchecked Sendable {
                 _ = session.run { connection in
                     _ = try JobsTable.pruneCompleted(olderThanMilliseconds: retentionMs, on: connection)
                     try WorkersTable.pruneDead(on: connection)
+                    try AttemptStatsTable.prune(on: connection)
+                    if let keep = self.configuration.deadLetterRetention {
+                        _ = try DeadLettersTable.purge(olderThanMilliseconds: Int64(keep.milliseconds), on: connection)
+                    }
                 }
                 lastPrune = now
+            }
+            if now - lastStatsFlush >= .seconds(5) {
+                flushAttemptStats(session: session)
+                lastStatsFlush = now
+            }
+            if now - lastSettingsRead >= .seconds(10) {
+                if case .success(let rows) = session.run({ try QueueSettingsTable.all(on: $0) }) {
+                    lock.withLock { queuePolicies.update(rows) }
+                    lastSettingsRead = now
+                }
             }
             reportEvidence(session: session)
             runDueProbes(session: session)
@@ -488,6 +515,29 @@ public final class Worker: @unchecked Sendable {
         }
         reportEvidence(session: session)
         gracefulShutdown(session: session)
+    }
+
+    /// Adds this worker's attempt counts to the fleet-wide table.
+    private func flushAttemptStats(session: DatabaseSession) {
+        let counts = lock.withLock { () -> [AttemptStatsTable.Key: AttemptStatsTable.Counts] in
+            defer { attemptCounts.removeAll(keepingCapacity: true) }
+            return attemptCounts
+        }
+        guard !counts.isEmpty else { return }
+        if case .failure = session.run({ try AttemptStatsTable.add(counts, on: $0) }) {
+            // Keep them for the next try rather than lose them.
+            lock.withLock {
+                for (key, value) in counts {
+                    var merged = attemptCounts[key] ?? .init()
+                    merged.attempts += value.attempts
+                    merged.retries += value.retries
+                    merged.succeededAfterRetry += value.succeededAfterRetry
+                    merged.delayMillisecondsSum += value.delayMillisecondsSum
+                    for index in merged.delayBuckets.indices { merged.delayBuckets[index] += value.delayBuckets[index] }
+                    attemptCounts[key] = merged
+                }
+            }
+        }
     }
 
     /// Runs on the maintenance thread once stopping is set.
@@ -521,6 +571,7 @@ public final class Worker: @unchecked Sendable {
                 Thread.sleep(forTimeInterval: 0.01)
             }
         }
+        flushAttemptStats(session: session)
         // Let the acknowledging thread write everything, then leave.
         lock.withLock { drained = true }
         ackSignal.signal()

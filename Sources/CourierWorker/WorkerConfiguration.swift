@@ -22,6 +22,8 @@ public struct WorkerConfiguration: Sendable {
     public var pollInterval: Duration = .seconds(1)
     /// How long succeeded jobs stay visible to `jobctl show`. Default 24 h.
     public var retention: Duration = .seconds(86_400)
+    /// Dead letters older than this are purged automatically; nil keeps them until purged by hand.
+    public var deadLetterRetention: Duration?
     /// Destinations on loopback, private and link-local addresses are refused unless true.
     public var allowPrivateNetworks = false
     /// Where `{"secret": NAME}` header values are read from when `COURIER_SECRET_<NAME>` is not set.

@@ -1,0 +1,54 @@
+import Foundation
+import Postgres
+
+/// Per-queue retry defaults (`courier.queue_settings`), shared by the fleet.
+public enum QueueSettingsTable {
+    /// One queue's overrides; nil fields fall back to the worker's flags.
+    public struct Settings: Sendable, Equatable {
+        public var queue: String
+        public var backoff: String?
+        public var backoffBaseMilliseconds: Int64?
+        public var backoffCapMilliseconds: Int64?
+        public var backoffMultiplier: Double?
+        public var jitter: String?
+        public var retryAfterCapMilliseconds: Int64?
+        public init(queue: String, backoff: String? = nil, backoffBaseMilliseconds: Int64? = nil,
+                    backoffCapMilliseconds: Int64? = nil, backoffMultiplier: Double? = nil, jitter: String? = nil,
+                    retryAfterCapMilliseconds: Int64? = nil) {
+            self.queue = queue
+            self.backoff = backoff
+            self.backoffBaseMilliseconds = backoffBaseMilliseconds
+            self.backoffCapMilliseconds = backoffCapMilliseconds
+            self.backoffMultiplier = backoffMultiplier
+            self.jitter = jitter
+            self.retryAfterCapMilliseconds = retryAfterCapMilliseconds
+        }
+    }
+
+    public static func all(on connection: PostgresConnection) throws -> [Settings] {
+        try connection.query("""
+            select queue, backoff, backoff_base_ms, backoff_cap_ms, backoff_multiplier, jitter, retry_after_cap_ms
+            from courier.queue_settings order by queue
+            """).rows.map { row in
+            Settings(queue: try row.decode(0, as: String.self), backoff: try row.decode(1, as: String?.self),
+                     backoffBaseMilliseconds: try row.decode(2, as: Int64?.self),
+                     backoffCapMilliseconds: try row.decode(3, as: Int64?.self),
+                     backoffMultiplier: try row.decode(4, as: Double?.self), jitter: try row.decode(5, as: String?.self),
+                     retryAfterCapMilliseconds: try row.decode(6, as: Int64?.self))
+        }
+    }
+
+    /// Creates or replaces a queue's settings.
+    public static func upsert(_ s: Settings, on connection: PostgresConnection) throws {
+        try connection.query("""
+            insert into courier.queue_settings (queue, backoff, backoff_base_ms, backoff_cap_ms, backoff_multiplier, jitter,
+                                                retry_after_cap_ms)
+            values (\(s.queue), \(s.backoff), \(s.backoffBaseMilliseconds), \(s.backoffCapMilliseconds), \(s.backoffMultiplier),
+                    \(s.jitter), \(s.retryAfterCapMilliseconds))
+            on conflict (queue) do update
+            set backoff = excluded.backoff, backoff_base_ms = excluded.backoff_base_ms, backoff_cap_ms = excluded.backoff_cap_ms,
+                backoff_multiplier = excluded.backoff_multiplier, jitter = excluded.jitter,
+                retry_after_cap_ms = excluded.retry_after_cap_ms, updated_at = now()
+            """)
+    }
+}
