@@ -125,27 +125,44 @@ public struct DevDatabase: Sendable {
         }
     }
 
-    private func execute(_ program: String, _ arguments: [String], asUser user: String?) throws -> (exitCode: Int32, output: String) {
-        let process = Process()
-        if let user {
-            process.executableURL = URL(fileURLWithPath: "/usr/sbin/runuser")
-            process.arguments = ["-u", user, "--", program] + arguments
-        } else {
-            process.executableURL = URL(fileURLWithPath: program)
-            process.arguments = arguments
+    /// Sets FD_CLOEXEC on every descriptor above stderr, so spawned programs (and the
+    /// server pg_ctl leaves running) inherit none of ours.
+    private static func markDescriptorsCloseOnExec() {
+        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd") else { return }
+        for entry in entries {
+            guard let fd = Int32(entry), fd > 2 else { continue }
+            let flags = fcntl(fd, F_GETFD)
+            if flags >= 0 { _ = fcntl(fd, F_SETFD, flags | FD_CLOEXEC) }
         }
-        // pg_ctl's server inherits these descriptors; a file keeps it from holding our pipe open.
-        let outputFile = FileManager.default.temporaryDirectory.appendingPathComponent("courier-devdb-\(UUID().uuidString).out")
-        _ = FileManager.default.createFile(atPath: outputFile.path, contents: nil)
-        defer { try? FileManager.default.removeItem(at: outputFile) }
-        let handle = try FileHandle(forWritingTo: outputFile)
-        process.standardOutput = handle
-        process.standardError = handle
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        try handle.close()
-        let output = (try? String(contentsOf: outputFile, encoding: .utf8)) ?? ""
-        return (process.terminationStatus, output)
+    }
+
+    /// Runs a program to completion with posix_spawn and waitpid. Foundation's Process
+    /// is not used here: the server that pg_ctl starts would inherit Process's
+    /// monitoring descriptor and make waitUntilExit hang forever. Every descriptor
+    /// above stderr is closed in the child.
+    private func execute(_ program: String, _ arguments: [String], asUser user: String?) throws -> (exitCode: Int32, output: String) {
+        let argv = user.map { ["/usr/sbin/runuser", "-u", $0, "--", program] + arguments } ?? [program] + arguments
+        let outputPath = FileManager.default.temporaryDirectory.appendingPathComponent("courier-devdb-\(UUID().uuidString).out").path
+        defer { try? FileManager.default.removeItem(atPath: outputPath) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        Self.markDescriptorsCloseOnExec()
+        let cArguments = argv.map { strdup($0) } + [nil]
+        defer { cArguments.forEach { free($0) } }
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, argv[0], &actions, nil, cArguments, environ)
+        guard spawned == 0 else {
+            throw Failure(description: "cannot run \(argv[0]): \(String(cString: strerror(spawned)))")
+        }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+        let output = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
+        // WIFEXITED / WEXITSTATUS, which Swift does not import as functions.
+        let exitCode: Int32 = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+        return (exitCode, output)
     }
 }

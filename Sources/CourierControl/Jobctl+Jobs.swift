@@ -17,7 +17,7 @@ extension Jobctl {
         var table = TextTable(["ID", "QUEUE", "STATE", "PRI", "ATTEMPT", "RUN_AT", "METHOD", "URL"])
         for job in jobs {
             table.add([String(job.id), job.queue, job.status.rawValue, String(job.priority), "\(job.attempt)/\(job.maxAttempts)",
-                       job.runAt.map(Timestamp.format) ?? "-", job.method, job.url])
+                       job.runAt.map(Timestamp.format) ?? "-", job.method, job.url ?? "(\(job.kind))"])
         }
         io.print(table.render())
     }
@@ -37,7 +37,7 @@ extension Jobctl {
             "kind:            \(job.kind)",
             "queue:           \(job.queue)",
             "destination:     \(job.destination)",
-            "request:         \(job.method) \(job.url)",
+            "request:         " + (job.url.map { "\(job.method) \($0)" } ?? "kind \(job.kind)"),
             "attempt:         \(job.attempt) of \(job.maxAttempts)",
             "idempotency key: \(job.idempotencyKey ?? "(none)")",
             "created:         \(Timestamp.format(job.createdAt))",
@@ -110,7 +110,7 @@ extension Jobctl {
     static func devdb(_ command: ParsedCommand, io: ControlIO) throws {
         let directory = command.value("dir") ?? DevDatabase.Configuration.defaultDirectory(environment: io.environment)
         let port = try command.int("port", range: 1...65535) ?? 54329
-        let database = DevDatabase(configuration: .init(directory: directory, port: port, fast: command.flag("fast")))
+        let database = DevDatabase(configuration: .init(directory: directory, port: port, fast: command.path.last == "start" && command.flag("fast")))
         do {
             switch command.path.last {
             case "start":

@@ -24,7 +24,7 @@ public enum Jobctl {
             try dispatch(command, io: io)
             return 0
         } catch let error as ControlError {
-            io.writeErr(error.description + "\n")
+            if !error.description.isEmpty { io.writeErr(error.description + "\n") }
             return error.exitCode
         } catch let error as UsageError {
             io.writeErr(error.description + "\n")

@@ -43,9 +43,9 @@ extension BreakersTable {
     public static func report(destination: String, successes: Int, failures: Int, trailingFailures: Int, worker: String,
                               policy: ReportPolicy, on connection: PostgresConnection) throws -> String {
         try connection.query("""
-            select courier.breaker_report(\(destination), \(successes), \(failures), \(trailingFailures), \(worker),
-                \(policy.failureThreshold), \(policy.windowMilliseconds), \(policy.minimumVolume), \(policy.failureRate),
-                \(policy.cooldownMilliseconds))
+            select courier.breaker_report(\(destination)::text, \(successes)::int, \(failures)::int, \(trailingFailures)::int,
+                \(worker)::text, \(policy.failureThreshold)::int, \(policy.windowMilliseconds)::bigint, \(policy.minimumVolume)::int,
+                \(policy.failureRate)::float8, \(policy.cooldownMilliseconds)::bigint)
             """).rows[0].decode(0, as: String.self)
     }
 
@@ -64,7 +64,7 @@ extension BreakersTable {
     /// Tries to win the fleet's single probe for a destination. Returns its generation when won.
     public static func tryProbe(destination: String, worker: UUID, probeLeaseMilliseconds: Int64,
                                 on connection: PostgresConnection) throws -> Int64? {
-        try connection.query("select courier.breaker_try_probe(\(destination), \(worker), \(probeLeaseMilliseconds))")
+        try connection.query("select courier.breaker_try_probe(\(destination)::text, \(worker)::uuid, \(probeLeaseMilliseconds)::bigint)")
             .rows[0].decode(0, as: Int64?.self)
     }
 
@@ -74,8 +74,8 @@ extension BreakersTable {
     public static func probeResult(destination: String, generation: Int64, succeeded: Bool, worker: String,
                                    policy: ReportPolicy, jitter: Double, on connection: PostgresConnection) throws -> String? {
         try connection.query("""
-            select courier.breaker_probe_result(\(destination), \(generation), \(succeeded), \(worker),
-                \(policy.cooldownMilliseconds), \(policy.cooldownMaxMilliseconds), \(jitter))
+            select courier.breaker_probe_result(\(destination)::text, \(generation)::bigint, \(succeeded)::boolean, \(worker)::text,
+                \(policy.cooldownMilliseconds)::bigint, \(policy.cooldownMaxMilliseconds)::bigint, \(jitter)::float8)
             """).rows[0].decode(0, as: String?.self)
     }
 
@@ -85,7 +85,7 @@ extension BreakersTable {
     @discardableResult
     public static func force(destination: String, action: ForceAction, actor: String = "operator",
                              on connection: PostgresConnection) throws -> String {
-        try connection.query("select courier.breaker_force(\(destination), \(action.rawValue), \(actor))")
+        try connection.query("select courier.breaker_force(\(destination)::text, \(action.rawValue)::text, \(actor)::text)")
             .rows[0].decode(0, as: String.self)
     }
 

@@ -23,7 +23,7 @@ extension EnqueueRequest {
             }
             switch header.value {
             case .literal(let value):
-                if value.contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\0" }) {
+                if value.unicodeScalars.contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\0" }) {
                     throw ValidationError(field: "headers", message: "the value of '\(header.name)' contains a line break")
                 }
             case .secret(let name):

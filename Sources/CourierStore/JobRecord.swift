@@ -19,7 +19,7 @@ public struct JobRecord: Sendable, Equatable, Encodable {
     public var deadline: Date?
     public var destination: String
     public var method: String
-    public var url: String
+    public var url: String?
     /// Header names with values, sensitive ones redacted; secret references shown as `{"secret": NAME}`.
     public var headers: [String: String]
     public var idempotencyKey: String?

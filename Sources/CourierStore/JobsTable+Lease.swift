@@ -12,27 +12,30 @@ extension JobsTable {
     /// The claim consumes an attempt; `handBack` returns it for jobs that never ran.
     public static func claim(queue: String, limit: Int, worker: UUID, leaseMilliseconds: Int,
                              on connection: PostgresConnection) throws -> [ClaimedJob] {
-        let sql = """
-            with picked as (
-                select c.id from courier.jobs c
-                where c.state = 'available' and c.queue = $1 and c.run_at <= now()
-                  and not exists (
-                      select 1 from courier.breakers b
-                      where b.destination = c.destination
-                        and (b.state <> 'closed' or b.not_before > now()))
-                order by c.priority, c.run_at, c.id
-                limit $2
-                for update skip locked
-            )
-            update courier.jobs j
-            set state = 'running', attempt = j.attempt + 1, leased_by = $3,
-                lease_expires_at = now() + $4 * interval '1 millisecond', attempted_at = now()
-            from picked where j.id = picked.id
-            returning \(ClaimedJob.columns)
-            """
-        return try connection.query(PostgresQuery(unsafeSQL: sql, binds: [queue, limit, worker, leaseMilliseconds]))
+        try connection.query(PostgresQuery(unsafeSQL: claimSQL, binds: [queue, limit, worker, leaseMilliseconds]))
             .rows.map(ClaimedJob.init(row:))
     }
+
+    /// The claim statement: $1 queue, $2 limit, $3 worker id, $4 lease in milliseconds.
+    /// Public so benchmarks can run exactly this SQL (e.g. under pgbench).
+    public static let claimSQL = """
+        with picked as (
+            select c.id from courier.jobs c
+            where c.state = 'available' and c.queue = $1 and c.run_at <= now()
+              and not exists (
+                  select 1 from courier.breakers b
+                  where b.destination = c.destination
+                    and (b.state <> 'closed' or b.not_before > now()))
+            order by c.priority, c.run_at, c.id
+            limit $2
+            for update skip locked
+        )
+        update courier.jobs j
+        set state = 'running', attempt = j.attempt + 1, leased_by = $3,
+            lease_expires_at = now() + $4 * interval '1 millisecond', attempted_at = now()
+        from picked where j.id = picked.id
+        returning \(ClaimedJob.columns)
+        """
 
     /// A successful attempt to record.
     public struct Success: Sendable, Equatable {
@@ -53,23 +56,29 @@ extension JobsTable {
     @discardableResult
     public static func complete(_ successes: [Success], worker: UUID, on connection: PostgresConnection) throws -> [Int64] {
         guard !successes.isEmpty else { return [] }
-        return try connection.query("""
-            with done as (
-                delete from courier.jobs j
-                using unnest(\(successes.map(\.id)), \(successes.map(\.attempt)), \(successes.map { $0.status ?? -1 }),
-                             \(successes.map(\.durationMilliseconds))) as a(id, attempt, status, duration_ms)
-                where j.id = a.id and j.attempt = a.attempt and j.state = 'running' and j.leased_by = \(worker)
-                returning j.id, j.kind, j.queue, j.destination, j.method, j.url, j.attempt, nullif(a.status, -1) as status,
-                          a.duration_ms, j.idempotency_key, j.errors, j.created_at
-            )
-            insert into courier.completed_jobs (id, kind, queue, destination, method, url, attempt, status, duration_ms,
-                                                idempotency_key, errors, worker, created_at)
-            select id, kind, queue, destination, method, url, attempt, status, duration_ms, idempotency_key, errors,
-                   \(worker), created_at
-            from done
-            returning id
-            """).rows.map { try $0.decode(0, as: Int64.self) }
+        return try connection.query(PostgresQuery(unsafeSQL: completeSQL, binds: [
+            successes.map(\.id), successes.map(\.attempt), successes.map { $0.status ?? -1 },
+            successes.map(\.durationMilliseconds), worker,
+        ])).rows.map { try $0.decode(0, as: Int64.self) }
     }
+
+    /// The success acknowledgement: $1 ids, $2 attempts, $3 HTTP statuses (-1 for none),
+    /// $4 durations in ms, $5 worker id. Public so benchmarks can run exactly this SQL.
+    public static let completeSQL = """
+        with done as (
+            delete from courier.jobs j
+            using unnest($1::bigint[], $2::int[], $3::int[], $4::int[]) as a(id, attempt, status, duration_ms)
+            where j.id = a.id and j.attempt = a.attempt and j.state = 'running' and j.leased_by = $5
+            returning j.id, j.kind, j.queue, j.destination, j.method, j.url, j.attempt, nullif(a.status, -1) as status,
+                      a.duration_ms, j.idempotency_key, j.errors, j.created_at
+        )
+        insert into courier.completed_jobs (id, kind, queue, destination, method, url, attempt, status, duration_ms,
+                                            idempotency_key, errors, worker, created_at)
+        select id, kind, queue, destination, method, url, attempt, status, duration_ms, idempotency_key, errors,
+               $5, created_at
+        from done
+        returning id
+        """
 
     /// A failed attempt to be retried later.
     public struct Retry: Sendable, Equatable {

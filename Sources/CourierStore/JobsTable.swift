@@ -14,21 +14,21 @@ public enum JobsTable {
         switch request.idempotencyKey {
         case .generated:
             query = """
-                select courier.enqueue(url => \(request.url), method => \(request.method), headers => \(headers),
-                    body => \(request.body), queue => \(request.queue), priority => \(request.priority),
-                    run_at => coalesce(\(request.runAt)::timestamptz, now()), max_attempts => \(request.maxAttempts),
-                    deadline => \(request.deadline), unique_key => \(request.uniqueKey), destination => \(request.destination),
-                    timeout_ms => \(request.timeoutMilliseconds), expect_content_type => \(request.expectContentType))
+                select courier.enqueue(url => \(request.url)::text, method => \(request.method)::text, headers => \(headers),
+                    body => \(request.body)::text, queue => \(request.queue)::text, priority => \(request.priority)::int,
+                    run_at => coalesce(\(request.runAt)::timestamptz, now()), max_attempts => \(request.maxAttempts)::int,
+                    deadline => \(request.deadline), unique_key => \(request.uniqueKey)::text, destination => \(request.destination)::text,
+                    timeout_ms => \(request.timeoutMilliseconds)::int, expect_content_type => \(request.expectContentType)::text)
                 """
         case .custom, .none:
             let key: String? = if case .custom(let key) = request.idempotencyKey { key } else { nil }
             query = """
-                select courier.enqueue(url => \(request.url), method => \(request.method), headers => \(headers),
-                    body => \(request.body), queue => \(request.queue), priority => \(request.priority),
-                    run_at => coalesce(\(request.runAt)::timestamptz, now()), max_attempts => \(request.maxAttempts),
-                    deadline => \(request.deadline), unique_key => \(request.uniqueKey), destination => \(request.destination),
-                    timeout_ms => \(request.timeoutMilliseconds), expect_content_type => \(request.expectContentType),
-                    idempotency_key => \(key))
+                select courier.enqueue(url => \(request.url)::text, method => \(request.method)::text, headers => \(headers),
+                    body => \(request.body)::text, queue => \(request.queue)::text, priority => \(request.priority)::int,
+                    run_at => coalesce(\(request.runAt)::timestamptz, now()), max_attempts => \(request.maxAttempts)::int,
+                    deadline => \(request.deadline), unique_key => \(request.uniqueKey)::text, destination => \(request.destination)::text,
+                    timeout_ms => \(request.timeoutMilliseconds)::int, expect_content_type => \(request.expectContentType)::text,
+                    idempotency_key => \(key)::text)
                 """
         }
         guard let row = try connection.query(query).rows.first else {

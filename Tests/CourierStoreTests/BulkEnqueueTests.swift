@@ -31,11 +31,11 @@ import Testing
             #expect(try row.decode(2, as: Int.self) == 99_900)
             #expect(try row.decode(3, as: Int.self) == 7)
             let sample = try db.query("""
-                select body, headers->>'X-Seq', destination from courier.jobs where url = 'https://partner3.example.com/hook/12345'
+                select body, headers->>'X-Seq', destination from courier.jobs where url = 'https://partner4.example.com/hook/12345'
                 """).rows[0]
             #expect(try sample.decode(0, as: String.self) == #"{"n":12345,"text":"tab\there, newline\nthere, backslash\\"}"#)
             #expect(try sample.decode(1, as: String.self) == "12345")
-            #expect(try sample.decode(2, as: String.self) == "https://partner3.example.com:443")
+            #expect(try sample.decode(2, as: String.self) == "https://partner4.example.com:443")
         }
     }
 
