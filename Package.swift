@@ -40,7 +40,8 @@ let package = Package(
         .target(name: "CourierControl", dependencies: ["CourierCLI", "CourierStore", "CourierCore", "Postgres"]),
         .executableTarget(name: "jobctl", dependencies: ["CourierControl"]),
         .executableTarget(name: "jobworker", dependencies: ["CourierWorker", "CourierCLI"]),
-        .executableTarget(name: "courier-bench", dependencies: ["CourierStore", "CourierWorker", "Postgres"]),
+        .executableTarget(name: "courier-bench", dependencies: ["CourierStore", "CourierWorker", "CourierHTTP", "CourierTestSupport", "Postgres"]),
+        .executableTarget(name: "courier-breaker-sim", dependencies: ["CourierStore", "CourierWorker", "CourierCore", "CourierTestSupport", "Postgres"]),
         .target(name: "CourierTestSupport", dependencies: ["Postgres", "CourierCore", "CourierStore"]),
 
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "CourierTestSupport"]),

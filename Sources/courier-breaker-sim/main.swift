@@ -1,0 +1,1 @@
+print("courier-breaker-sim: not built yet")
