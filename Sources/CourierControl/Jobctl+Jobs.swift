@@ -38,7 +38,7 @@ extension Jobctl {
             "queue:           \(job.queue)",
             "destination:     \(job.destination)",
             "request:         " + (job.url.map { "\(job.method) \($0)" } ?? "kind \(job.kind)"),
-            "attempt:         \(job.attempt) of \(job.maxAttempts)",
+            job.status == .succeeded ? "attempts:        \(job.attempt)" : "attempt:         \(job.attempt) of \(job.maxAttempts)",
             "idempotency key: \(job.idempotencyKey ?? "(none)")",
             "created:         \(Timestamp.format(job.createdAt))",
         ]
