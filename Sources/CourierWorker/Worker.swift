@@ -133,6 +133,10 @@ public final class Worker: @unchecked Sendable {
         let queues = configuration.queues
         var next = 0
         let fullBatch = min(configuration.claimBatch, configuration.concurrency)
+        // Per-queue retry settings before the first claim; the maintenance thread refreshes them.
+        if case .success(let rows) = session.run({ try QueueSettingsTable.all(on: $0) }) {
+            lock.withLock { queuePolicies.update(rows) }
+        }
         while !isStopping {
             let (free, running) = lock.withLock { (configuration.concurrency - inFlight.count, inFlight.count) }
             // Batch claims while busy; claim at once when idle so pickup stays fast.
