@@ -18,4 +18,27 @@ static inline CURLcode courier_easy_getinfo_double(CURL *h, CURLINFO i, double *
 static inline CURLcode courier_easy_getinfo_offt(CURL *h, CURLINFO i, curl_off_t *v) { return curl_easy_getinfo(h, i, v); }
 static inline CURLcode courier_easy_getinfo_pointer(CURL *h, CURLINFO i, void **v) { return curl_easy_getinfo(h, i, v); }
 static inline CURLMcode courier_multi_setopt_long(CURLM *m, CURLMoption o, long v) { return curl_multi_setopt(m, o, v); }
+
+// --- CourierHTTP additions -------------------------------------------------
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+
+static inline CURLcode courier_easy_setopt_opensocket_cb(CURL *h, curl_socket_t (*cb)(void *, curlsocktype, struct curl_sockaddr *)) { return curl_easy_setopt(h, CURLOPT_OPENSOCKETFUNCTION, cb); }
+
+// Writes the numeric address of a curl_sockaddr (IPv4 or IPv6) into buf.
+// Returns 0 on success, -1 for other families or a too-small buffer.
+// (The sockaddr is stored inline and may be larger than struct sockaddr, so
+// it must be read through a pointer to the field, which Swift cannot take.)
+static inline int courier_sockaddr_ntop(const struct curl_sockaddr *a, char *buf, socklen_t len) {
+    if (a->family == AF_INET) {
+        const struct sockaddr_in *in4 = (const struct sockaddr_in *)(const void *)&a->addr;
+        return inet_ntop(AF_INET, &in4->sin_addr, buf, len) ? 0 : -1;
+    }
+    if (a->family == AF_INET6) {
+        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)(const void *)&a->addr;
+        return inet_ntop(AF_INET6, &in6->sin6_addr, buf, len) ? 0 : -1;
+    }
+    return -1;
+}
 #endif

@@ -1,1 +1,0 @@
-// CourierHTTP module

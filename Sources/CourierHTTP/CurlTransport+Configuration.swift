@@ -1,0 +1,66 @@
+extension CurlTransport {
+    /// Settings for a ``CurlTransport``. Every field has a documented default.
+    public struct Configuration: Sendable {
+        /// Response bodies longer than this keep only their first bytes and are
+        /// reported with `bodyTruncated` set (the transfer stops reading there).
+        /// Default 1 MiB.
+        public var maxResponseBodyBytes: Int
+        /// When `true`, the address guard is off and loopback, private and
+        /// link-local destinations are allowed. Default `false`.
+        public var allowPrivateNetworks: Bool
+        /// Judges the IP address a connection is about to be made to (and, as a
+        /// second check, the address it was made to). Returns `nil` to allow, or a
+        /// short category such as `"loopback"` or `"private"` to refuse; the
+        /// outcome then reads `destination address IP is CATEGORY; pass
+        /// --allow-private-networks to allow`. The default refuses loopback,
+        /// private (RFC 1918 and 100.64/10), link-local, IPv6 unique-local and
+        /// unspecified addresses, including IPv4-mapped IPv6 forms.
+        public var addressGuard: @Sendable (String) -> String?
+        /// At most this many connections to one host (`0` = no limit). Default 128.
+        public var maxHostConnections: Int
+        /// At most this many connections in total (`0` = no limit). Default 0.
+        public var maxTotalConnections: Int
+        /// How many idle keep-alive connections are kept for reuse. Default 256.
+        public var maxCachedConnections: Int
+        /// The `User-Agent` header unless a request sets its own. Default `courier/0.1`.
+        public var userAgent: String
+
+        /// Creates a configuration; see each property for its default.
+        public init(
+            maxResponseBodyBytes: Int = 1 << 20,
+            allowPrivateNetworks: Bool = false,
+            addressGuard: (@Sendable (String) -> String?)? = nil,
+            maxHostConnections: Int = 128,
+            maxTotalConnections: Int = 0,
+            maxCachedConnections: Int = 256,
+            userAgent: String = "courier/0.1"
+        ) {
+            self.maxResponseBodyBytes = maxResponseBodyBytes
+            self.allowPrivateNetworks = allowPrivateNetworks
+            self.addressGuard = addressGuard ?? { DefaultAddressGuard.refusal(for: $0) }
+            self.maxHostConnections = maxHostConnections
+            self.maxTotalConnections = maxTotalConnections
+            self.maxCachedConnections = maxCachedConnections
+            self.userAgent = userAgent
+        }
+
+        /// Throws naming the first field whose value cannot be used.
+        func validate() throws {
+            if maxResponseBodyBytes < 0 {
+                throw CurlTransportError.invalidConfiguration(field: "maxResponseBodyBytes", reason: "must be 0 or more")
+            }
+            if maxHostConnections < 0 {
+                throw CurlTransportError.invalidConfiguration(field: "maxHostConnections", reason: "must be 0 or more")
+            }
+            if maxTotalConnections < 0 {
+                throw CurlTransportError.invalidConfiguration(field: "maxTotalConnections", reason: "must be 0 or more")
+            }
+            if maxCachedConnections < 1 {
+                throw CurlTransportError.invalidConfiguration(field: "maxCachedConnections", reason: "must be 1 or more")
+            }
+            if userAgent.utf8.contains(where: { $0 == 13 || $0 == 10 || $0 == 0 }) {
+                throw CurlTransportError.invalidConfiguration(field: "userAgent", reason: "must not contain CR, LF or NUL")
+            }
+        }
+    }
+}
