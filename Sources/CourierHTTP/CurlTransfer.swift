@@ -68,32 +68,28 @@ final class CurlTransfer {
     }
 
     /// Receives one raw header line (status lines and the blank line included).
+    /// Works on bytes: this runs for every header of every response.
     func receiveHeaderLine(_ bytes: UnsafeRawBufferPointer) {
         var end = bytes.count
         while end > 0, bytes[end - 1] == 13 || bytes[end - 1] == 10 { end -= 1 }
-        let line = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[..<end]), as: UTF8.self)[...]
-        if line.hasPrefix("HTTP/") {
-            headers.removeAll(keepingCapacity: true)     // a new response (1xx, then final)
+        guard end > 0 else { return }
+        if end >= 5, bytes[0] == 0x48, bytes[1] == 0x54, bytes[2] == 0x54, bytes[3] == 0x50, bytes[4] == 0x2F {
+            headers.removeAll(keepingCapacity: true)     // "HTTP/": a new response (1xx, then final)
             return
         }
-        if line.isEmpty { return }
-        if let first = line.first, first == " " || first == "\t" {
+        func text(_ from: Int, _ to: Int) -> String {
+            var from = from, to = to
+            while from < to, bytes[from] == 32 || bytes[from] == 9 { from += 1 }
+            while to > from, bytes[to - 1] == 32 || bytes[to - 1] == 9 { to -= 1 }
+            return String(decoding: UnsafeRawBufferPointer(rebasing: bytes[from..<to]), as: UTF8.self)
+        }
+        if bytes[0] == 32 || bytes[0] == 9 {
             if !headers.isEmpty {                          // obsolete line folding
-                headers[headers.count - 1].value += " " + Self.trimmed(line)
+                headers[headers.count - 1].value += " " + text(0, end)
             }
             return
         }
-        guard let colon = line.firstIndex(of: ":"), headers.count < 500 else { return }
-        headers.append(HTTPHeader(
-            name: String(line[..<colon]),
-            value: Self.trimmed(line[line.index(after: colon)...])
-        ))
-    }
-
-    private static func trimmed(_ s: Substring) -> String {
-        var s = s
-        while let c = s.first, c == " " || c == "\t" { s = s.dropFirst() }
-        while let c = s.last, c == " " || c == "\t" { s = s.dropLast() }
-        return String(s)
+        guard headers.count < 500, let colon = bytes[..<end].firstIndex(of: 0x3A) else { return }
+        headers.append(HTTPHeader(name: text(0, colon), value: text(colon + 1, end)))
     }
 }

@@ -1,4 +1,3 @@
-import CourierCore
 extension CurlTransport {
     /// Settings for a ``CurlTransport``. Every field has a documented default.
     public struct Configuration: Sendable {

@@ -1,4 +1,3 @@
-import CourierCore
 /// Why a ``CurlTransport`` could not be created. The description names the field.
 public struct CurlTransportError: Error, Sendable, Equatable, CustomStringConvertible {
     enum Code: Sendable, Equatable {

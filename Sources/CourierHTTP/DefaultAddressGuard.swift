@@ -1,4 +1,3 @@
-import CourierCore
 import Glibc
 
 /// The built-in SSRF address guard, used when the configuration supplies none.

@@ -1,4 +1,5 @@
 import CourierCore
+
 /// One outbound HTTP request, as handed to an ``HTTPTransport``.
 public struct HTTPRequest: Sendable {
     /// The method, sent as written (for example `GET`, `POST`, `PUT`).

@@ -1,4 +1,5 @@
 import CourierCore
+
 /// Sends HTTP requests and reports what happened as a ``TransportOutcome``.
 ///
 /// Implementations never throw: every failure is an outcome that says whether the

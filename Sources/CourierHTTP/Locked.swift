@@ -1,4 +1,3 @@
-import CourierCore
 import Foundation
 
 /// A value guarded by a lock; the only shared mutable state in this module.

@@ -1,4 +1,3 @@
-import CourierCore
 /// Checks a request before libcurl sees it. Pure; returns the reason to refuse
 /// (an outcome of `.blocked`, since such a request can never succeed) or `nil`.
 /// Reasons name the field and never echo header values.

@@ -200,6 +200,7 @@ struct SocketReader {
     let fd: Int32
     private var buffer: [UInt8] = []
     private var position = 0
+    private var scratch = [UInt8](repeating: 0, count: 64 * 1024)
 
     init(fd: Int32) { self.fd = fd }
 
@@ -212,13 +213,12 @@ struct SocketReader {
             buffer.removeFirst(position)
             position = 0
         }
-        let before = buffer.count
-        buffer.append(contentsOf: repeatElement(0, count: 64 * 1024))
         while true {
-            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress! + before, 64 * 1024, 0) }
+            let n = scratch.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
             if n < 0 && errno == EINTR { continue }
-            buffer.removeLast(64 * 1024 - max(n, 0))
-            return n > 0
+            guard n > 0 else { return false }
+            scratch.withUnsafeBytes { buffer.append(contentsOf: $0.prefix(n)) }
+            return true
         }
     }
 
@@ -232,6 +232,7 @@ struct SocketReader {
                 checked = 0
             }
             if let end = Self.find([13, 10, 13, 10], in: buffer, from: position + max(0, checked - 3)) {
+                if end - position > limit { return .tooLarge }
                 let head = Array(buffer[position..<end])
                 position = end + 4
                 return .head(head)

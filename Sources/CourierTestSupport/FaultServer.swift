@@ -135,14 +135,16 @@ public final class FaultServer: @unchecked Sendable {
 
     /// Stops accepting, closes every connection and ends delayed answers. Idempotent.
     public func stop() {
-        let fds: Set<Int32>? = withState { s in
-            if s.stopped { return nil }
+        // Shut connections down under the lock: a connection thread removes its fd
+        // (under the lock) before closing it, so no fd here can have been reused.
+        let first = withState { s -> Bool in
+            if s.stopped { return false }
             s.stopped = true
-            return s.openConnections
+            for fd in s.openConnections { shutdown(fd, Int32(SHUT_RDWR)) }
+            return true
         }
         condition.broadcast()
-        guard let fds else { return }
-        for fd in fds { shutdown(fd, Int32(SHUT_RDWR)) }
+        guard first else { return }
         shutdown(listenFD, Int32(SHUT_RDWR))
         acceptDone.wait()
         close(listenFD)

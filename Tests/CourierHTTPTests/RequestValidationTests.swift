@@ -1,0 +1,82 @@
+import CourierCore
+import Testing
+@testable import CourierHTTP
+
+@Suite("Request validation and configuration")
+struct RequestValidationTests {
+    @Test func headerValueWithLineBreakIsRefusedWithoutEchoingIt() async throws {
+        let transport = try makeTransport()
+        defer { transport.shutdown() }
+        let secret = "Bearer s3cr3t\r\nX-Injected: 1"
+
+        let outcome = await transport.send(HTTPRequest(
+            url: "http://127.0.0.1:1/", headers: [HTTPHeader(name: "Authorization", value: secret)]
+        ))
+
+        let reason = try #require(outcome.blockedReason, "got \(outcome)")
+        #expect(reason.contains("Authorization"))
+        #expect(!reason.contains("s3cr3t"))
+    }
+
+    @Test(arguments: ["", "GE T", "GET\r\n", "POST:"])
+    func invalidMethodsAreRefused(method: String) {
+        let reason = RequestValidation.refusal(for: HTTPRequest(method: method, url: "http://example.com/"))
+        #expect(reason == "method is not a valid HTTP method token")
+    }
+
+    @Test func invalidHeaderNameIsRefused() {
+        let request = HTTPRequest(url: "http://example.com/", headers: [HTTPHeader(name: "Bad Name", value: "v")])
+        #expect(RequestValidation.refusal(for: request) == "header name is not a valid HTTP token")
+    }
+
+    @Test func nonPositiveTimeoutsAreRefusedByName() {
+        #expect(RequestValidation.refusal(for: HTTPRequest(url: "http://e.com/", timeout: .zero)) == "timeout must be greater than zero")
+        #expect(RequestValidation.refusal(for: HTTPRequest(url: "http://e.com/", connectTimeout: .milliseconds(-1)))
+                == "connectTimeout must be greater than zero")
+    }
+
+    @Test func validRequestPasses() {
+        let request = HTTPRequest(
+            method: "POST", url: "https://example.com/hook",
+            headers: [HTTPHeader(name: "Idempotency-Key", value: "k"), HTTPHeader(name: "X-Empty", value: "")],
+            body: [1, 2, 3]
+        )
+        #expect(RequestValidation.refusal(for: request) == nil)
+    }
+
+    @Test func millisecondsRoundUpAndNeverReachZero() {
+        #expect(RequestValidation.milliseconds(.seconds(2)) == 2000)
+        #expect(RequestValidation.milliseconds(.milliseconds(250)) == 250)
+        #expect(RequestValidation.milliseconds(.microseconds(1500)) == 2)
+        #expect(RequestValidation.milliseconds(.nanoseconds(1)) == 1)
+        #expect(RequestValidation.milliseconds(.seconds(Int64.max)) == Int.max)
+    }
+
+    @Test(arguments: [
+        (CurlTransport.Configuration(maxResponseBodyBytes: -1), "maxResponseBodyBytes"),
+        (CurlTransport.Configuration(maxHostConnections: -1), "maxHostConnections"),
+        (CurlTransport.Configuration(maxTotalConnections: -5), "maxTotalConnections"),
+        (CurlTransport.Configuration(maxCachedConnections: 0), "maxCachedConnections"),
+        (CurlTransport.Configuration(userAgent: "a\r\nb"), "userAgent"),
+    ])
+    func badConfigurationNamesTheField(configuration: CurlTransport.Configuration, field: String) {
+        do {
+            _ = try CurlTransport(configuration: configuration)
+            Issue.record("expected an error for \(field)")
+        } catch let error as CurlTransportError {
+            #expect(error.field == field)
+            #expect(error.description.contains(field))
+        } catch {
+            Issue.record("unexpected error \(error)")
+        }
+    }
+
+    @Test func defaultConfigurationIsDocumented() {
+        let c = CurlTransport.Configuration()
+        #expect(c.maxResponseBodyBytes == 1 << 20)
+        #expect(c.allowPrivateNetworks == false)
+        #expect(c.userAgent == "courier/0.1")
+        #expect(c.addressGuard("127.0.0.1") == "loopback")
+        #expect(c.addressGuard("8.8.8.8") == nil)
+    }
+}

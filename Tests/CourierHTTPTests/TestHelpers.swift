@@ -1,0 +1,68 @@
+import CourierCore
+import CourierTestSupport
+import Foundation
+@testable import CourierHTTP
+
+/// A transport for tests; loopback is allowed unless a test is about the guard.
+func makeTransport(
+    allowPrivateNetworks: Bool = true,
+    maxResponseBodyBytes: Int = 1 << 20,
+    maxHostConnections: Int = 128,
+    addressGuard: (@Sendable (String) -> String?)? = nil
+) throws -> CurlTransport {
+    try CurlTransport(configuration: .init(
+        maxResponseBodyBytes: maxResponseBodyBytes,
+        allowPrivateNetworks: allowPrivateNetworks,
+        addressGuard: addressGuard,
+        maxHostConnections: maxHostConnections
+    ))
+}
+
+extension TransportOutcome {
+    var response: HTTPResponseSummary? {
+        if case .response(let r) = self { return r }
+        return nil
+    }
+
+    var blockedReason: String? {
+        if case .blocked(let reason) = self { return reason }
+        return nil
+    }
+}
+
+extension HTTPResponseSummary {
+    func header(_ name: String) -> String? {
+        headers.first { $0.name.caseInsensitiveCompare(name) == .orderedSame }?.value
+    }
+
+    var bodyText: String { String(decoding: bodyPrefix, as: UTF8.self) }
+}
+
+/// Polls `condition` until it holds; the timeout only prevents a hang.
+func eventually(timeout: Duration = .seconds(20), _ condition: () -> Bool) async -> Bool {
+    let clock = ContinuousClock()
+    let deadline = clock.now + timeout
+    while clock.now < deadline {
+        if condition() { return true }
+        try? await Task.sleep(for: .milliseconds(5))
+    }
+    return condition()
+}
+
+/// Collects values from any thread (for spying on the address guard).
+final class Collector<T: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var items: [T] = []
+
+    func append(_ item: T) {
+        lock.lock()
+        items.append(item)
+        lock.unlock()
+    }
+
+    var values: [T] {
+        lock.lock()
+        defer { lock.unlock() }
+        return items
+    }
+}
