@@ -73,6 +73,15 @@ public enum AddressPolicy {
     /// Whether `ip` may be connected to under the default guard.
     public static func isAllowed(ip: String) -> Bool { forbiddenReason(ip: ip) == nil }
 
+    /// The reason without the address in front ("in loopback 127.0.0.0/8"), for
+    /// callers that name the address themselves, like the HTTP transport's guard.
+    public static func refusalCategory(ip: String) -> String? {
+        guard let reason = forbiddenReason(ip: ip) else { return nil }
+        guard let address = IPAddress(ip) else { return reason }
+        let prefix = "\(address) is "
+        return reason.hasPrefix(prefix) ? String(reason.dropFirst(prefix.count)) : reason
+    }
+
     private static func v4Reason(_ value: UInt32) -> String? {
         for range in v4Ranges {
             let mask: UInt32 = range.prefix == 0 ? 0 : ~UInt32(0) << UInt32(32 - range.prefix)

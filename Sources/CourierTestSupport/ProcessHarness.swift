@@ -23,7 +23,7 @@ public final class SpawnedProcess: @unchecked Sendable {
         for (key, value) in environment { env[key] = value }
         process.environment = env
         logFile = FileManager.default.temporaryDirectory.appendingPathComponent("courier-\(executable)-\(UUID().uuidString).log")
-        FileManager.default.createFile(atPath: logFile.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: logFile.path, contents: nil)
         let handle = try FileHandle(forWritingTo: logFile)
         process.standardOutput = handle
         process.standardError = handle
@@ -43,6 +43,13 @@ public final class SpawnedProcess: @unchecked Sendable {
     public func wait(timeout: Duration) -> Int32? {
         let end = ContinuousClock.now + timeout
         while process.isRunning && ContinuousClock.now < end { Thread.sleep(forTimeInterval: 0.02) }
+        return process.isRunning ? nil : process.terminationStatus
+    }
+
+    /// The async form of `wait`, for async tests: it does not hold a cooperative thread.
+    public func waitForExit(timeout: Duration) async -> Int32? {
+        let end = ContinuousClock.now + timeout
+        while process.isRunning && ContinuousClock.now < end { try? await Task.sleep(for: .milliseconds(20)) }
         return process.isRunning ? nil : process.terminationStatus
     }
 

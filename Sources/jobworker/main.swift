@@ -27,7 +27,7 @@ let transport: CurlTransport
 do {
     var httpConfiguration = CurlTransport.Configuration()
     httpConfiguration.allowPrivateNetworks = configuration.allowPrivateNetworks
-    httpConfiguration.addressGuard = { AddressPolicy.forbiddenReason(ip: $0) }
+    httpConfiguration.addressGuard = { AddressPolicy.refusalCategory(ip: $0) }
     httpConfiguration.maxResponseBodyBytes = configuration.maxResponseBytes
     transport = try CurlTransport(configuration: httpConfiguration)
 } catch {

@@ -24,11 +24,11 @@ import Testing
 
         let workers = try (0..<3).map { _ in try SpawnedProcess("jobworker", workerArguments(database.url)) }
         defer { workers.forEach { $0.cleanUp() } }
-        #expect(server.waitForRequests(600, timeout: .seconds(60)))
+        #expect(try await eventually(timeout: .seconds(60)) { server.requestCount() >= 600 })
         let victim = workers[0]
         let victimID = try db.query("select id::text from courier.workers where pid = \(Int(victim.pid))").rows.first?.decode(0, as: String.self)
         victim.signal(SIGKILL)
-        _ = victim.wait(timeout: .seconds(5))
+        _ = await victim.waitForExit(timeout: .seconds(5))
 
         let finished = try await eventually(timeout: .seconds(90)) {
             try db.query("select count(*)::bigint from courier.completed_jobs").rows[0].decode(0, as: Int.self) == total
@@ -58,7 +58,7 @@ import Testing
             #expect(foreign == 0, "only the killed worker's leases expire")
         }
         for worker in workers.dropFirst() { worker.signal(SIGTERM) }
-        for worker in workers.dropFirst() { #expect(worker.wait(timeout: .seconds(15)) == 0) }
+        for worker in workers.dropFirst() { #expect(await worker.waitForExit(timeout: .seconds(15)) == 0) }
     }
 
     @Test func workersRideOutADatabaseRestart() async throws {
@@ -84,7 +84,7 @@ import Testing
         }
         let workers = try (0..<2).map { _ in try SpawnedProcess("jobworker", workerArguments(url, lease: "5s", concurrency: 8)) }
         defer { workers.forEach { $0.cleanUp() } }
-        #expect(server.waitForRequests(200, timeout: .seconds(60)))
+        #expect(try await eventually(timeout: .seconds(60)) { server.requestCount() >= 200 })
         let stop = try SpawnedProcess.run("jobctl", ["devdb", "stop", "--dir", dir, "--port", port])
         #expect(stop.status == 0, "devdb stop: \(stop.output)")
         try await Task.sleep(for: .seconds(3))
@@ -108,7 +108,7 @@ import Testing
             #expect(lines < 60, "no log spinning during the outage (\(lines) lines)")
             worker.signal(SIGTERM)
         }
-        for worker in workers { #expect(worker.wait(timeout: .seconds(15)) == 0) }
+        for worker in workers { #expect(await worker.waitForExit(timeout: .seconds(15)) == 0) }
     }
 
     func eventually(timeout: Duration, _ condition: () throws -> Bool) async throws -> Bool {

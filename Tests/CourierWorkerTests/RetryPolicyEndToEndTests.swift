@@ -12,12 +12,12 @@ import Testing
         h.server.enqueueBehaviors([.respond(status: 429, headers: [("Retry-After", "2")], body: "")], forPath: "/first")
         try h.start { $0.concurrency = 1 }
         let first = try h.enqueue("/first")
-        #expect(h.server.waitForRequests(1, path: "/first", timeout: .seconds(10)))
+        #expect(try await h.waitForRequests(1, path: "/first", timeout: .seconds(30)))
         // A job for the same destination enqueued after the 429 waits for the pause too.
         try await Task.sleep(for: .milliseconds(300))
         let second = try h.enqueue("/second")
-        _ = try h.waitFor(second, .succeeded, timeout: .seconds(15))
-        _ = try h.waitFor(first, .succeeded, timeout: .seconds(15))
+        _ = try await h.waitFor(second, .succeeded, timeout: .seconds(15))
+        _ = try await h.waitFor(first, .succeeded, timeout: .seconds(15))
         let requests = h.server.requests
         let throttledAt = try #require(requests.first { $0.path == "/first" }).arrivalNanos
         let secondAt = try #require(requests.first { $0.path == "/second" }).arrivalNanos
@@ -37,8 +37,8 @@ import Testing
         try h.start { $0.queues = ["slow-retries", "default"] }
         let slow = try h.enqueue("/q") { $0.queue = "slow-retries" }
         let fast = try h.enqueue("/d")
-        _ = try h.waitFor(fast, .succeeded)
-        _ = try h.waitFor(slow, .succeeded)
+        _ = try await h.waitFor(fast, .succeeded)
+        _ = try await h.waitFor(slow, .succeeded)
         func gap(_ path: String) -> UInt64 {
             let arrivals = h.server.requests.filter { $0.path == path }.map(\.arrivalNanos)
             return arrivals.count == 2 ? arrivals[1] - arrivals[0] : 0
@@ -56,9 +56,9 @@ import Testing
         let retried = try h.enqueue("/m")
         let gone = try h.enqueue("/gone")
         let fine = try h.enqueue("/ok")
-        _ = try h.waitFor(retried, .succeeded)
-        _ = try h.waitFor(gone, .dead)
-        _ = try h.waitFor(fine, .succeeded)
+        _ = try await h.waitFor(retried, .succeeded)
+        _ = try await h.waitFor(gone, .dead)
+        _ = try await h.waitFor(fine, .succeeded)
         await h.stop()   // flushes the counters
         let summaries = try AttemptStatsTable.summaries(lastSeconds: 3600, by: .queue, on: h.db)
         let queue = try #require(summaries.first { $0.group == "default" })
@@ -81,13 +81,13 @@ import Testing
         h.server.setBehavior(.slow(delay: .seconds(2), then: .json200), forPath: "/hold")
         try h.start()
         let id = try h.enqueue("/hold")
-        #expect(h.server.waitForRequests(1, path: "/hold", timeout: .seconds(10)))
+        #expect(try await h.waitForRequests(1, path: "/hold", timeout: .seconds(30)))
         let workers = try WorkersTable.live(on: h.db)
         #expect(workers.count == 1)
         #expect(workers.first?.jobs == [id])
         #expect(workers.first?.pid == Int(getpid()))
         #expect(workers.first?.id == h.worker.id.uuidString.lowercased())
-        _ = try h.waitFor(id, .succeeded)
+        _ = try await h.waitFor(id, .succeeded)
         await h.stop()
         #expect(try WorkersTable.live(on: h.db).isEmpty)
         await h.close()

@@ -14,7 +14,7 @@ import Testing
         for i in 0..<40 {
             ids.append(try h.enqueue("/hook/\(i)") { $0.body = #"{"n":\#(i)}"#; $0.headers = [("X-Trace", .literal("t\(i)"))] })
         }
-        for id in ids { _ = try h.waitFor(id, .succeeded) }
+        for id in ids { _ = try await h.waitFor(id, .succeeded) }
         #expect(h.server.requestCount() == 40)
         for (i, id) in ids.enumerated() {
             let request = try #require(h.server.requests.first { $0.path == "/hook/\(i)" })
@@ -37,11 +37,11 @@ import Testing
         let stored = try h.db.query("select headers::text from courier.jobs where id = \(id)").rows[0].decode(0, as: String.self)
         #expect(stored.contains("partner-token") && !stored.contains("s3cr3t"), "only the reference is stored")
         try h.start()
-        _ = try h.waitFor(id, .succeeded)
+        _ = try await h.waitFor(id, .succeeded)
         #expect(h.server.requests.first?.header("Authorization") == "s3cr3t")
         #expect(!h.logLines.all.joined().contains("s3cr3t"))
         let missing = try h.enqueue("/secret2") { $0.headers = [("Authorization", .secret(name: "nope"))] }
-        let dead = try h.waitFor(missing, .dead)
+        let dead = try await h.waitFor(missing, .dead)
         #expect(dead.deadReason == "permanent")
         #expect(dead.errors.last?.message.contains("COURIER_SECRET_NOPE") == true)
         #expect(h.server.requestCount(path: "/secret2") == 0)
@@ -53,7 +53,7 @@ import Testing
         h.server.setBehavior(.respond(status: 404, headers: [], body: "no"), forPath: "/gone")
         try h.start()
         let id = try h.enqueue("/gone")
-        let dead = try h.waitFor(id, .dead)
+        let dead = try await h.waitFor(id, .dead)
         #expect(dead.deadReason == "permanent")
         #expect(dead.errors.map(\.errorClass) == ["client"])
         #expect(dead.errors.first?.status == 404)
@@ -66,7 +66,7 @@ import Testing
         h.server.setBehavior(.respond(status: 401, headers: [], body: ""), forPath: "/auth")
         try h.start()
         let id = try h.enqueue("/auth") { $0.method = "GET" }
-        #expect(try h.waitFor(id, .dead).deadReason == "permanent")
+        #expect(try await h.waitFor(id, .dead).deadReason == "permanent")
         try await Task.sleep(for: .milliseconds(300))
         #expect(h.server.requestCount(path: "/auth") == 1)
         await h.close()
@@ -77,7 +77,7 @@ import Testing
         h.server.enqueueBehaviors([.respond(status: 503, headers: [], body: ""), .respond(status: 500, headers: [], body: "")], forPath: "/flaky")
         try h.start()
         let id = try h.enqueue("/flaky")
-        let done = try h.waitFor(id, .succeeded)
+        let done = try await h.waitFor(id, .succeeded)
         #expect(done.attempt == 3)
         #expect(done.errors.map(\.errorClass) == ["server", "server"])
         #expect(h.server.requestCount(path: "/flaky") == 3)
@@ -91,7 +91,7 @@ import Testing
         h.server.enqueueBehaviors([.respond(status: 503, headers: [("Retry-After", "2")], body: "")], forPath: "/busy")
         try h.start()
         let id = try h.enqueue("/busy")
-        _ = try h.waitFor(id, .succeeded, timeout: .seconds(15))
+        _ = try await h.waitFor(id, .succeeded, timeout: .seconds(15))
         let arrivals = h.server.requests.filter { $0.path == "/busy" }.map(\.arrivalNanos)
         #expect(arrivals.count == 2)
         if arrivals.count == 2 {
@@ -106,7 +106,7 @@ import Testing
         h.server.setBehavior(.html200, forPath: "/portal")
         try h.start()
         let id = try h.enqueue("/portal") { $0.expectContentType = "application/json" }
-        let dead = try h.waitFor(id, .dead)
+        let dead = try await h.waitFor(id, .dead)
         #expect(dead.deadReason == "invalid_response")
         #expect(dead.errors.first?.errorClass == "invalid_response")
         #expect(dead.errors.first?.message.contains("text/html") == true)
@@ -119,7 +119,7 @@ import Testing
         h.server.setBehavior(.dropConnection, forPath: "/drop")
         try h.start()
         let id = try h.enqueue("/drop") { $0.idempotencyKey = .none }
-        let dead = try h.waitFor(id, .dead)
+        let dead = try await h.waitFor(id, .dead)
         #expect(dead.deadReason == "ambiguous")
         #expect(dead.errors.map(\.errorClass) == ["connection_lost"])
         #expect(h.server.requestCount(path: "/drop") == 1)
@@ -131,7 +131,7 @@ import Testing
         h.server.enqueueBehaviors([.dropConnection, .dropConnection], forPath: "/drop")
         try h.start()
         let id = try h.enqueue("/drop") { $0.idempotencyKey = .custom("order-77") }
-        let done = try h.waitFor(id, .succeeded)
+        let done = try await h.waitFor(id, .succeeded)
         #expect(done.attempt == 3)
         #expect(h.server.requests.filter { $0.path == "/drop" }.map { $0.header("Idempotency-Key") } == ["order-77", "order-77", "order-77"])
         await h.close()
@@ -144,7 +144,7 @@ import Testing
         r.maxAttempts = 2
         r.idempotencyKey = .none
         let id = try JobsTable.enqueue(r, on: h.db)
-        let dead = try h.waitFor(id, .dead)
+        let dead = try await h.waitFor(id, .dead)
         #expect(dead.deadReason == "exhausted", "never delivered, so safe to retry even without a key")
         #expect(dead.errors.map(\.errorClass) == ["transport", "transport"])
         await h.close()
@@ -155,7 +155,7 @@ import Testing
         h.server.setBehavior(.slow(delay: .seconds(3), then: .json200), forPath: "/slow")
         try h.start()
         let id = try h.enqueue("/slow") { $0.timeoutMilliseconds = 300; $0.maxAttempts = 1; $0.method = "GET" }
-        let dead = try h.waitFor(id, .dead)
+        let dead = try await h.waitFor(id, .dead)
         #expect(dead.errors.first?.errorClass == "timeout")
         #expect(dead.deadReason == "exhausted")
         await h.close()
@@ -166,7 +166,7 @@ import Testing
         h.server.setBehavior(.respond(status: 500, headers: [], body: ""), forPath: "/down")
         try h.start { $0.retryPolicy.backoff.base = .seconds(30); $0.retryPolicy.backoff.cap = .seconds(60) }
         let id = try h.enqueue("/down") { $0.deadline = Date().addingTimeInterval(10) }
-        let dead = try h.waitFor(id, .dead)
+        let dead = try await h.waitFor(id, .dead)
         #expect(dead.deadReason == "deadline")
         #expect(h.server.requestCount(path: "/down") == 1)
         await h.close()
@@ -178,7 +178,7 @@ import Testing
         let ip = try h.enqueue("/ssrf")
         let localhost = try JobsTable.enqueue(EnqueueRequest(url: "http://localhost:\(h.server.port)/ssrf"), on: h.db)
         for id in [ip, localhost] {
-            let dead = try h.waitFor(id, .dead)
+            let dead = try await h.waitFor(id, .dead)
             #expect(dead.deadReason == "permanent")
             #expect(dead.errors.first?.message.contains("allow-private-networks") == true, "\(dead.errors)")
         }
@@ -191,10 +191,10 @@ import Testing
         h.server.setBehavior(.slow(delay: .seconds(20), then: .json200), forPath: "/long")
         try h.start()
         let id = try h.enqueue("/long")
-        #expect(h.server.waitForRequests(1, path: "/long", timeout: .seconds(10)))
+        #expect(try await h.waitForRequests(1, path: "/long", timeout: .seconds(30)))
         let started = ContinuousClock.now
         #expect(try JobsTable.cancel(ids: [id], on: h.db).first?.outcome == .cancelRequested)
-        let dead = try h.waitFor(id, .dead, timeout: .seconds(5))
+        let dead = try await h.waitFor(id, .dead, timeout: .seconds(5))
         #expect(ContinuousClock.now - started < .seconds(2))
         #expect(dead.deadReason == "cancelled")
         #expect(dead.errors.last?.errorClass == "cancelled")
@@ -206,7 +206,7 @@ import Testing
         h.server.setDefaultBehavior(.slow(delay: .milliseconds(600), then: .json200))
         try h.start { $0.concurrency = 2 }
         let ids = try (0..<6).map { try h.enqueue("/j/\($0)") }
-        #expect(h.server.waitForRequests(2, timeout: .seconds(10)))
+        #expect(try await h.waitForRequests(2, timeout: .seconds(30)))
         await h.stop()
         let statuses = try ids.map { try h.job($0) }
         let succeeded = statuses.filter { $0?.status == .succeeded }.count
@@ -225,7 +225,7 @@ import Testing
         try h.start { $0.shutdownGrace = .milliseconds(300) }
         let keyed = try h.enqueue("/a")
         let unkeyed = try h.enqueue("/b") { $0.idempotencyKey = .none }
-        #expect(h.server.waitForRequests(2, timeout: .seconds(10)))
+        #expect(try await h.waitForRequests(2, timeout: .seconds(30)))
         let stopStarted = ContinuousClock.now
         await h.stop()
         #expect(ContinuousClock.now - stopStarted < .seconds(8))
@@ -253,7 +253,7 @@ import Testing
         let seen = LogCapture()
         try h.start(register: { $0.register(kind: "greet", handler: Greeter(seen: seen)) })
         let id = try h.db.query("select courier.enqueue_job('greet', '{\"name\": \"Ada\"}')").rows[0].decode(0, as: Int64.self)
-        let done = try h.waitFor(id, .succeeded)
+        let done = try await h.waitFor(id, .succeeded)
         #expect(done.attempt == 2)
         #expect(seen.all.count == 2)
         #expect(seen.all.first?.contains("Ada") == true)

@@ -38,7 +38,7 @@ final class WorkerHarness: @unchecked Sendable {
         configure(&configuration)
         let transport = try CurlTransport(configuration: .init(
             allowPrivateNetworks: configuration.allowPrivateNetworks,
-            addressGuard: { AddressPolicy.forbiddenReason(ip: $0) }))
+            addressGuard: { AddressPolicy.refusalCategory(ip: $0) }))
         self.transport = transport
         let worker = Worker(
             configuration: configuration,
@@ -74,19 +74,26 @@ final class WorkerHarness: @unchecked Sendable {
     func job(_ id: Int64) throws -> JobRecord? { try JobsTable.get(id: id, on: db) }
 
     /// Polls until `condition` holds or `timeout` passes; returns whether it held.
-    func eventually(timeout: Duration = .seconds(20), _ condition: () throws -> Bool) rethrows -> Bool {
+    /// Sleeps with Task.sleep: a blocking sleep would hold one of the few cooperative
+    /// threads that the in-process worker's jobs also need.
+    func eventually(timeout: Duration = .seconds(30), _ condition: () throws -> Bool) async throws -> Bool {
         let end = ContinuousClock.now + timeout
         while ContinuousClock.now < end {
             if try condition() { return true }
-            Thread.sleep(forTimeInterval: 0.02)
+            try await Task.sleep(for: .milliseconds(20))
         }
         return try condition()
     }
 
+    /// Waits until the fault server has recorded `count` requests (for `path`, if given).
+    func waitForRequests(_ count: Int, path: String? = nil, timeout: Duration = .seconds(30)) async throws -> Bool {
+        try await eventually(timeout: timeout) { self.server.requestCount(path: path) >= count }
+    }
+
     func status(_ id: Int64) throws -> JobRecord.Status? { try job(id)?.status }
 
-    func waitFor(_ id: Int64, _ status: JobRecord.Status, timeout: Duration = .seconds(20)) throws -> JobRecord {
-        let reached = try eventually(timeout: timeout) { try self.status(id) == status }
+    func waitFor(_ id: Int64, _ status: JobRecord.Status, timeout: Duration = .seconds(30)) async throws -> JobRecord {
+        let reached = try await eventually(timeout: timeout) { try self.status(id) == status }
         let record = try job(id)
         #expect(reached, "job \(id) should become \(status), is \(String(describing: record?.status)) \(record?.errors.map(\.message) ?? [])")
         return try #require(record)

@@ -10,7 +10,9 @@ import Testing
             let host = try #require(parameters["host"] ?? parameters["hostaddr"])
             let port = parameters["port"] ?? "5432"
             let user = parameters["user"].map { $0 + "@" } ?? ""
-            let uri = "postgresql://\(user)\(host):\(port)/\(database.name)?application_name=via-uri"
+            // A Unix-socket directory is a path: in a URI's host it must be percent-encoded.
+            let uriHost = host.hasPrefix("/") ? host.replacingOccurrences(of: "/", with: "%2F") : host
+            let uri = "postgresql://\(user)\(uriHost):\(port)/\(database.name)?application_name=via-uri"
             let keyValue = "host=\(host) port=\(port) dbname=\(database.name)" + (parameters["user"].map { " user=\($0)" } ?? "")
             for (connectionString, expectedName) in [(uri, "via-uri"), (keyValue, "courier")] {
                 let connection = try PostgresConnection.connect(PostgresConfiguration(connectionString: connectionString))
