@@ -239,7 +239,7 @@ public final class Worker: @unchecked Sendable {
 
     private func acknowledge(_ item: Acknowledgement) {
         acknowledgements.append(item)
-        if acknowledgements.count >= configuration.ackBatch { ackSignal.signal() } else { ackSignal.signal() }
+        ackSignal.signal()
     }
 
     /// Turns one attempt's classification into its decision and queues the write.
@@ -365,6 +365,7 @@ public final class Worker: @unchecked Sendable {
                 }
             }
             evidence.removeAll(keepingCapacity: true)
+            lastFailureReport = lastFailureReport.filter { now - $0.value < window }
             return due
         }
         guard !batch.isEmpty else { return }
