@@ -102,11 +102,13 @@ final class DatabaseSession: @unchecked Sendable {
 
     private func sleepBackoff() {
         backoff = backoff == .zero ? .milliseconds(100) : min(backoff * 2, .seconds(5))
+        // Sleep in slices so a shutdown is not delayed by a long backoff, but always
+        // sleep the first slice: even while stopping, retries must not spin.
         var left = backoff
-        while left > .zero, !shouldStop() {
+        repeat {
             let slice = min(left, .milliseconds(100))
             Thread.sleep(forTimeInterval: Double(slice.components.attoseconds) / 1e18 + Double(slice.components.seconds))
             left -= slice
-        }
+        } while left > .zero && !shouldStop()
     }
 }
