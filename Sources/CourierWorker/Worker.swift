@@ -30,6 +30,9 @@ public final class Worker: @unchecked Sendable {
     /// Attempt counts not yet added to `courier.attempt_stats`.
     private var attemptCounts: [AttemptStatsTable.Key: AttemptStatsTable.Counts] = [:]
     private var queuePolicies: QueuePolicies
+    /// The earliest time a job this worker retried falls due: the claim loop wakes
+    /// then instead of waiting for the next poll, so short backoffs stay short.
+    private var nextRetryDue: ContinuousClock.Instant?
 
     private let acknowledgements = AcknowledgementBuffer()
     private let claimSignal = ThreadSignal()
@@ -162,7 +165,21 @@ public final class Worker: @unchecked Sendable {
                 }
             }
             if claimedFull { continue }
-            claimSignal.wait(timeout: configuration.pollInterval)
+            claimSignal.wait(timeout: nextClaimWait())
+        }
+    }
+
+    /// How long the claim loop may sleep: the poll interval, or less when a retry
+    /// this worker scheduled falls due sooner.
+    private func nextClaimWait() -> Duration {
+        lock.withLock {
+            guard let due = nextRetryDue else { return configuration.pollInterval }
+            let now = ContinuousClock.now
+            if due <= now {
+                nextRetryDue = nil
+                return .milliseconds(1)
+            }
+            return min(configuration.pollInterval, due - now + .milliseconds(5))
         }
     }
 
@@ -295,7 +312,11 @@ public final class Worker: @unchecked Sendable {
             }
             acknowledge(.retry(.init(id: job.id, attempt: job.attempt, delayMilliseconds: Int64(delay.milliseconds), errorJSON: error)))
             metrics.recordRetry(delay: delay)
-            lock.withLock { attemptCounts[statsKey, default: .init()].addRetry(delayMilliseconds: Int64(delay.milliseconds)) }
+            lock.withLock {
+                attemptCounts[statsKey, default: .init()].addRetry(delayMilliseconds: Int64(delay.milliseconds))
+                let due = ContinuousClock.now + delay
+                nextRetryDue = nextRetryDue.map { min($0, due) } ?? due
+            }
             logJob(job, "attempt failed; retrying", effective, [("retry_in", DurationParser.format(delay))])
         case .deadLetter(let reason):
             acknowledge(.deadLetter(.init(id: job.id, attempt: job.attempt, reason: reason.rawValue, errorJSON: error,
@@ -433,6 +454,10 @@ public final class Worker: @unchecked Sendable {
                     break
                 }
                 metrics.recordAckFlush(count: batch.count, latency: ContinuousClock.now - started)
+                // Retried or handed-back jobs are in the queue again: let the claim loop look.
+                if batch.contains(where: { if case .retry = $0 { true } else if case .handBack = $0 { true } else { false } }) {
+                    claimSignal.signal()
+                }
             }
             if done && acknowledgements.count == 0 && lock.withLock({ drained }) { return }
         }
