@@ -202,7 +202,9 @@ struct JobctlCommandsTests {
         let started = try parse(["devdb", "--dir", "/tmp/x", "start", "--port", "6000"])
         #expect(started.value("dir") == "/tmp/x")
         #expect(try started.int("port", range: 1...65535) == 6000)
-        #expect(try parse(["devdb", "stop"]).value("dir") == ".courier/devdb")
+        // No declared default: the directory comes from --dir, COURIER_DEVDB_DIR, or /tmp/courier-devdb-UID.
+        #expect(try parse(["devdb", "stop"]).value("dir") == nil)
+        #expect(try parse(["devdb", "stop"], environment: ["COURIER_DEVDB_DIR": "/tmp/d"]).value("dir") == "/tmp/d")
     }
 }
 
