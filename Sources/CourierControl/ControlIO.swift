@@ -31,6 +31,13 @@ public struct ControlIO: Sendable {
         )
     }
 
+    /// The same streams, treated as not a terminal (no progress display).
+    var withoutTerminal: ControlIO {
+        var io = self
+        io.isTerminal = false
+        return io
+    }
+
     func print(_ line: String) { writeOut(line + "\n") }
 
     /// Prints a value as pretty, key-sorted JSON.

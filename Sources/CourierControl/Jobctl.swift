@@ -81,9 +81,17 @@ public enum Jobctl {
 
     static func migrate(_ command: ParsedCommand, io: ControlIO) throws {
         if command.flag("print") {
-            let applied = (try? withDatabase(command, io: io) { try Migrator.appliedVersions($0) }) ?? []
+            // Without a reachable database, every migration is pending: print them all.
+            let applied: [Int]
+            do {
+                applied = try withDatabase(command, io: io) { try Migrator.appliedVersions($0) }
+            } catch {
+                io.writeErr("note: the database is not reachable, so this is every migration\n")
+                applied = []
+            }
             let pending = Migration.all.filter { !applied.contains($0.version) }
-            io.print(Migrator.script(migrations: pending))
+            io.print(pending.isEmpty ? "-- nothing to apply: the schema is up to date (\(Migration.all.count) migrations)"
+                                     : Migrator.script(migrations: pending))
             return
         }
         let applied = try withDatabase(command, io: io) { try Migrator.migrate($0) }
