@@ -1,3 +1,4 @@
+import CourierStore
 import Foundation
 
 /// Where a jobctl command reads and writes; tests pass their own.
@@ -44,7 +45,11 @@ public struct ControlIO: Sendable {
     func printJSON(_ value: some Encodable) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        encoder.dateEncodingStrategy = .iso8601
+        // Milliseconds matter (paced run_at times): `.iso8601` would drop them.
+        encoder.dateEncodingStrategy = .custom { date, encoder in
+            var container = encoder.singleValueContainer()
+            try container.encode(Timestamp.format(date))
+        }
         print(String(decoding: try encoder.encode(value), as: UTF8.self))
     }
 }
