@@ -40,6 +40,8 @@ struct NDJSONEnqueueTests {
             #expect(result.status == 0, "\(result)")
             #expect(result.out == "30000\n")
             if terminal {
+                #expect(result.err.range(of: #"20000/30000 enqueued, 10000 left, [0-9]+/s, ~[0-9]+s left"#,
+                                         options: .regularExpression) != nil, "\(result.err)")
                 #expect(result.err.contains("30000/30000 enqueued, 0 left"), "\(result.err)")
                 #expect(result.err.contains("/s"), "the rate is shown: \(result.err)")
                 #expect(result.err.hasSuffix("\n"), "the progress line is finished")
