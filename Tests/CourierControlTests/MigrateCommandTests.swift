@@ -76,6 +76,15 @@ struct MigrateCommandTests {
         #expect(result.err.contains("not reachable"), "\(result.err)")
     }
 
+    @Test func anUnmigratedDatabaseSaysToMigrate() throws {
+        try TestDatabase.with { database throws in
+            let result = jobctl(["enqueue", "--url", "http://example.com/x"], databaseURL: database.url)
+            #expect(result.status == 1, "\(result)")
+            #expect(result.err.contains("run 'jobctl migrate'"), "\(result.err)")
+            #expect(jobctl(["dead", "list"], databaseURL: database.url).err.contains("run 'jobctl migrate'"))
+        }
+    }
+
     @Test func migrateWithoutADatabaseExits1() {
         let result = jobctl(["migrate"], databaseURL: unreachableDatabaseURL)
         #expect(result.status == 1, "\(result)")
