@@ -9,6 +9,10 @@
 -- run_at; otherwise it gets a new one, as long after the new run_at as the original
 -- deadline was after the original enqueue.
 -- unique_key is not carried over: a replay is an operator's explicit decision.
+--
+-- A dead letter is replayed once: rows with replayed_at set are skipped unless
+-- force is true. A forced replay done in chunks passes replayed_before (the time the
+-- whole replay started) so that each chunk skips the rows earlier chunks replayed.
 
 create index dead_letters_job_id_idx on courier.dead_letters (job_id);
 
@@ -26,7 +30,8 @@ create function courier.replay_dead_letters(
     start_index     bigint      default 0,
     max_rows        int         default null,
     force           boolean     default false,
-    dry_run         boolean     default false
+    dry_run         boolean     default false,
+    replayed_before timestamptz default null
 ) returns table (dead_letter_id bigint, new_job_id bigint, destination text, run_at timestamptz)
 language plpgsql volatile as $$
 #variable_conflict use_column
@@ -55,7 +60,9 @@ begin
           and (replay_dead_letters.statuses is null or d.last_status = any(replay_dead_letters.statuses))
           and (replay_dead_letters.since is null or d.failed_at >= replay_dead_letters.since)
           and (replay_dead_letters.until is null or d.failed_at < replay_dead_letters.until)
-          and (replay_dead_letters.force or d.replayed_at is null)
+          and (d.replayed_at is null
+               or (replay_dead_letters.force
+                   and (replay_dead_letters.replayed_before is null or d.replayed_at < replay_dead_letters.replayed_before)))
         order by d.failed_at, d.id
         limit replay_dead_letters.max_rows
         for update skip locked

@@ -1,3 +1,4 @@
+import CourierStore
 import Foundation
 
 /// Where a jobctl command reads and writes; tests pass their own.
@@ -31,13 +32,24 @@ public struct ControlIO: Sendable {
         )
     }
 
+    /// The same streams, treated as not a terminal (no progress display).
+    var withoutTerminal: ControlIO {
+        var io = self
+        io.isTerminal = false
+        return io
+    }
+
     func print(_ line: String) { writeOut(line + "\n") }
 
     /// Prints a value as pretty, key-sorted JSON.
     func printJSON(_ value: some Encodable) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        encoder.dateEncodingStrategy = .iso8601
+        // Milliseconds matter (paced run_at times): `.iso8601` would drop them.
+        encoder.dateEncodingStrategy = .custom { date, encoder in
+            var container = encoder.singleValueContainer()
+            try container.encode(Timestamp.format(date))
+        }
         print(String(decoding: try encoder.encode(value), as: UTF8.self))
     }
 }

@@ -111,61 +111,77 @@ extension Jobctl {
         filter.limit = try command.int("limit", range: 1...100_000_000)
         filter.includeReplayed = command.flag("force")
         let rate = try command.rate("rate")?.perSecond
-        let dryRun = command.flag("dry-run")
+        let json = command.flag("json")
         try withDatabase(command, io: io) { db in
-            if dryRun {
-                let counts = try DeadLettersTable.countByDestination(filter, on: db)
-                let total = counts.reduce(0) { $0 + $1.count }
-                if command.flag("json") {
-                    try io.printJSON(ReplaySummary(replayed: total, dryRun: true, ratePerSecond: rate,
-                                                   byDestination: Dictionary(uniqueKeysWithValues: counts.map { ($0.destination, $0.count) }),
-                                                   firstRunAt: nil, lastRunAt: nil))
-                    return
-                }
-                var table = TextTable(["DESTINATION", "DEAD_LETTERS"])
-                for row in counts { table.add([row.destination, String(row.count)]) }
-                io.print(table.render())
-                var line = "dry run: \(total) dead letters would be replayed"
-                if let rate, total > 0 { line += String(format: ", over about %.1fs at %g/s", Double(total) / rate, rate) }
-                io.print(line + "; nothing was changed")
+            if command.flag("dry-run") {
+                try printDryRun(DeadLettersTable.countByDestination(filter, on: db), rate: rate, json: json, io: io)
                 return
             }
+            // The database's clock paces the replay and fences --force, never this machine's.
+            let startAt = try DeadLettersTable.databaseNow(on: db)
             let total = try DeadLettersTable.countByDestination(filter, on: db).reduce(0) { $0 + $1.count }
-            let progress = Progress(io: io, total: total, label: "replayed")
-            let startAt = Date()
-            var done = 0
-            var byDestination: [String: Int] = [:]
-            var first: Date?
-            var last: Date?
+            // Progress only on a terminal, and not with --json: otherwise a summary at the end.
+            let progress = Progress(io: json ? io.withoutTerminal : io, total: total, label: "replayed")
+            var summary = ReplaySummary(replayed: 0, dryRun: false, ratePerSecond: rate, byDestination: [:],
+                                        firstRunAt: nil, lastRunAt: nil)
             // Chunks keep each transaction short, so a big replay never holds the queue up.
             while true {
-                let chunk = min(5000, (filter.limit ?? Int.max) - done)
+                let chunk = min(replayChunkSize, (filter.limit ?? Int.max) - summary.replayed)
                 guard chunk > 0 else { break }
-                let replayed = try DeadLettersTable.replayChunk(filter, ratePerSecond: rate, startAt: startAt, startIndex: done,
-                                                                chunk: chunk, dryRun: false, on: db)
+                let replayed = try DeadLettersTable.replayChunk(
+                    filter, ratePerSecond: rate, startAt: startAt, startIndex: summary.replayed, chunk: chunk,
+                    dryRun: false, replayedBefore: filter.includeReplayed ? startAt : nil, on: db)
                 if replayed.isEmpty { break }
-                done += replayed.count
-                for r in replayed { byDestination[r.destination, default: 0] += 1 }
-                first = first ?? replayed.first?.runAt
-                last = replayed.last?.runAt ?? last
-                progress.update(done)
+                summary.replayed += replayed.count
+                for r in replayed { summary.byDestination[r.destination, default: 0] += 1 }
+                summary.firstRunAt = summary.firstRunAt ?? replayed.first?.runAt
+                summary.lastRunAt = replayed.last?.runAt ?? summary.lastRunAt
+                progress.update(summary.replayed)
             }
             progress.finish()
-            let summary = ReplaySummary(replayed: done, dryRun: false, ratePerSecond: rate, byDestination: byDestination,
-                                        firstRunAt: first, lastRunAt: last)
-            if command.flag("json") {
+            if json {
                 try io.printJSON(summary)
             } else {
-                var line = "replayed \(done) dead letters"
-                if let first, let last, done > 1, rate != nil {
-                    line += String(format: ", paced over %.1fs", last.timeIntervalSince(first))
-                }
-                io.print(line)
+                io.print(summaryLine(summary))
             }
-            if done == 0 && !ids.isEmpty {
+            if summary.replayed == 0 && !ids.isEmpty {
                 throw ControlError.notFound("error: none of the given dead letters can be replayed (unknown, or replayed before: use --force)")
             }
         }
+    }
+
+    /// How many dead letters one replay transaction takes.
+    static let replayChunkSize = 5000
+
+    static func printDryRun(_ counts: [(destination: String, count: Int)], rate: Double?, json: Bool, io: ControlIO) throws {
+        let total = counts.reduce(0) { $0 + $1.count }
+        if json {
+            try io.printJSON(ReplaySummary(replayed: total, dryRun: true, ratePerSecond: rate,
+                                           byDestination: Dictionary(uniqueKeysWithValues: counts.map { ($0.destination, $0.count) }),
+                                           firstRunAt: nil, lastRunAt: nil))
+            return
+        }
+        var table = TextTable(["DESTINATION", "DEAD_LETTERS"])
+        for row in counts { table.add([row.destination, String(row.count)]) }
+        if !counts.isEmpty { io.print(table.render()) }
+        var line = "dry run: \(total) dead letters would be replayed"
+        if let rate, total > 1 { line += String(format: ", over about %.1fs at %g/s", Double(total - 1) / rate, rate) }
+        io.print(line + "; nothing was changed")
+    }
+
+    /// `replayed 60 dead letters (http://api:80: 60), paced over 2.9s at 20/s`
+    static func summaryLine(_ summary: ReplaySummary) -> String {
+        var line = "replayed \(summary.replayed) dead letters"
+        if !summary.byDestination.isEmpty {
+            let parts = summary.byDestination.sorted { ($1.value, $0.key) < ($0.value, $1.key) }.prefix(5)
+                .map { "\($0.key): \($0.value)" }
+            let more = summary.byDestination.count > 5 ? ", and \(summary.byDestination.count - 5) more destinations" : ""
+            line += " (" + parts.joined(separator: ", ") + more + ")"
+        }
+        if let first = summary.firstRunAt, let last = summary.lastRunAt, let rate = summary.ratePerSecond, summary.replayed > 1 {
+            line += String(format: ", paced over %.1fs at %g/s", last.timeIntervalSince(first), rate)
+        }
+        return line
     }
 
     static func deadPurge(_ command: ParsedCommand, io: ControlIO) throws {

@@ -76,7 +76,7 @@ extension Jobctl {
         guard !ids.isEmpty else { throw ControlError.badInput("error: ID: give at least one job id") }
         let outcomes = try withDatabase(command, io: io) { try JobsTable.cancel(ids: ids, on: $0) }
         if command.flag("json") {
-            try io.printJSON(outcomes.map { ["id": String($0.id), "outcome": $0.outcome.rawValue] })
+            try io.printJSON(outcomes.map { CancelOutcomeView(id: $0.id, outcome: $0.outcome) })
         } else {
             for (id, outcome) in outcomes {
                 switch outcome {
@@ -89,6 +89,12 @@ extension Jobctl {
         if outcomes.allSatisfy({ $0.outcome == .notFound }) {
             throw ControlError.notFound("error: none of the given ids is a waiting or running job")
         }
+    }
+
+    /// One line of `cancel --json`: `{"id": 12, "outcome": "cancelled"}`.
+    struct CancelOutcomeView: Encodable {
+        var id: Int64
+        var outcome: JobsTable.CancelOutcome
     }
 
     static func workers(_ command: ParsedCommand, io: ControlIO) throws {

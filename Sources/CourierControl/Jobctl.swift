@@ -31,6 +31,10 @@ public enum Jobctl {
             return error.exitCode
         } catch let error as PostgresError {
             io.writeErr("error: \(error)\n")
+            // Undefined schema, table or function: the database was never migrated, or not to this version.
+            if let state = error.sqlState, ["3F000", "42P01", "42883"].contains(state) {
+                io.writeErr("hint: the courier schema is missing or older than this jobctl: run 'jobctl migrate'\n")
+            }
             // A refused value (bad input caught by the database) is the caller's to fix.
             let badInput = error.sqlState.map { $0 == "22023" || $0.hasPrefix("23") || $0.hasPrefix("22") } ?? false
             return badInput ? 2 : 1
@@ -81,9 +85,17 @@ public enum Jobctl {
 
     static func migrate(_ command: ParsedCommand, io: ControlIO) throws {
         if command.flag("print") {
-            let applied = (try? withDatabase(command, io: io) { try Migrator.appliedVersions($0) }) ?? []
+            // Without a reachable database, every migration is pending: print them all.
+            let applied: [Int]
+            do {
+                applied = try withDatabase(command, io: io) { try Migrator.appliedVersions($0) }
+            } catch {
+                io.writeErr("note: the database is not reachable, so this is every migration\n")
+                applied = []
+            }
             let pending = Migration.all.filter { !applied.contains($0.version) }
-            io.print(Migrator.script(migrations: pending))
+            io.print(pending.isEmpty ? "-- nothing to apply: the schema is up to date (\(Migration.all.count) migrations)"
+                                     : Migrator.script(migrations: pending))
             return
         }
         let applied = try withDatabase(command, io: io) { try Migrator.migrate($0) }

@@ -254,12 +254,18 @@ public enum JobctlCommands {
             list'. Each replayed job keeps the original idempotency key, so \
             receivers can deduplicate, and starts with fresh attempts. A dead letter \
             is replayed once: replaying it again does nothing unless --force is \
-            given.
+            given. A job keeps its deadline if that is still ahead of its new start \
+            time; otherwise it gets a new one, as long after the new start as the \
+            original deadline was after the original enqueue.
 
             --rate spreads the new jobs' start times, so the pace holds across the \
             whole fleet of workers. Replayed jobs still wait while their \
             destination's circuit breaker is open. --dry-run prints how many dead \
             letters would be replayed per destination, and changes nothing.
+
+            Filters that match nothing left to replay print 'replayed 0 dead \
+            letters' and exit 0, so a replay can safely run again; ids of which \
+            none can be replayed (unknown, or replayed before) exit 3.
 
             \(filterRule)
 

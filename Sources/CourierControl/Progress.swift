@@ -31,7 +31,8 @@ final class Progress: @unchecked Sendable {
     static func line(done: Int, total: Int, elapsed: TimeInterval, label: String) -> String {
         let rate = elapsed > 0 ? Double(done) / elapsed : 0
         let left = max(0, total - done)
-        var text = "\(done)/\(total) \(label), \(left) left, \(Int(rate))/s"
+        let rateText = rate > 0 && rate < 10 ? String(format: "%.1f", rate) : String(Int(rate))
+        var text = "\(done)/\(total) \(label), \(left) left, \(rateText)/s"
         if rate > 0 && left > 0 { text += ", ~\(Int((Double(left) / rate).rounded(.up)))s left" }
         return text
     }

@@ -125,9 +125,14 @@ public enum DeadLettersTable {
 
     /// Replays up to `chunk` dead letters through `courier.replay_dead_letters`, the
     /// n-th of the whole replay (`startIndex + i`) running at `startAt + n / rate`.
-    /// Call repeatedly with a growing `startIndex` to replay in chunks with progress.
+    /// Call repeatedly with a growing `startIndex` to replay in chunks with progress;
+    /// each chunk is its own short transaction.
+    /// - Parameter replayedBefore: with `filter.includeReplayed` (`--force`), only rows
+    ///   replayed before this time (the database's time when the whole replay began) are
+    ///   replayed again, so later chunks skip the rows earlier chunks replayed.
     public static func replayChunk(_ filter: Filter, ratePerSecond: Double?, startAt: Date, startIndex: Int, chunk: Int,
-                                   dryRun: Bool, on connection: PostgresConnection) throws -> [Replayed] {
+                                   dryRun: Bool, replayedBefore: Date? = nil,
+                                   on connection: PostgresConnection) throws -> [Replayed] {
         let rows = try connection.query("""
             select dead_letter_id, new_job_id, destination, run_at from courier.replay_dead_letters(
                 ids => \(filter.ids)::bigint[], reasons => \(filter.reasons)::text[],
@@ -136,12 +141,17 @@ public enum DeadLettersTable {
                 since => \(filter.since)::timestamptz, until => \(filter.until)::timestamptz,
                 rate_per_second => \(ratePerSecond)::float8, start_at => \(startAt)::timestamptz,
                 start_index => \(startIndex)::bigint, max_rows => \(chunk)::int, force => \(filter.includeReplayed),
-                dry_run => \(dryRun))
+                dry_run => \(dryRun), replayed_before => \(replayedBefore)::timestamptz)
             """).rows
         return try rows.map { row in
             Replayed(deadLetterID: try row.decode(0, as: Int64.self), newJobID: try row.decode(1, as: Int64?.self),
                      destination: try row.decode(2, as: String.self), runAt: try row.decode(3, as: Date.self))
         }
+    }
+
+    /// The database's current time, which replays use as their start (never a client's clock).
+    public static func databaseNow(on connection: PostgresConnection) throws -> Date {
+        try connection.query("select now()").rows[0].decode(0, as: Date.self)
     }
 
     /// How many dead letters `filter` selects, per destination (for dry runs and progress).

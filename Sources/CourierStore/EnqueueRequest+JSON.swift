@@ -74,11 +74,19 @@ extension EnqueueRequest {
     }
 
     private static func integer(_ value: Any, field: String) throws(ValidationError) -> Int {
-        guard let number = value as? NSNumber, !(value is Bool), number.doubleValue == number.doubleValue.rounded(),
+        // `value is Bool` is true for every NSNumber 0 or 1 on Linux: compare with the boolean class instead.
+        guard let number = value as? NSNumber, !isJSONBoolean(value), number.doubleValue == number.doubleValue.rounded(),
               abs(number.doubleValue) < 1e15 else {
             throw ValidationError(field: field, message: "must be a whole number")
         }
         return number.intValue
+    }
+
+    /// The class JSONSerialization uses for `true` and `false`.
+    private static let booleanType = ObjectIdentifier(type(of: NSNumber(value: true) as Any))
+
+    private static func isJSONBoolean(_ value: Any) -> Bool {
+        type(of: value) == Bool.self || ObjectIdentifier(type(of: value)) == booleanType
     }
 
     private static func time(_ value: Any, field: String) throws(ValidationError) -> Date {

@@ -25,6 +25,9 @@ enum WorkerOptions {
         c.retryPolicy.retryAfterCap = try command.duration("retry-after-cap") ?? c.retryPolicy.retryAfterCap
         c.breakerPolicy.failureThreshold = try command.int("breaker-failures", range: 1...1_000_000) ?? c.breakerPolicy.failureThreshold
         c.breakerPolicy.window = try command.duration("breaker-window", minimum: .seconds(1)) ?? c.breakerPolicy.window
+        c.breakerPolicy.minimumVolume = try command.int("breaker-min-volume", range: 1...1_000_000_000) ?? c.breakerPolicy.minimumVolume
+        c.breakerPolicy.failureRateThreshold = try command.double("breaker-failure-rate", range: 0.000_001...1)
+            ?? c.breakerPolicy.failureRateThreshold
         c.breakerPolicy.cooldown = try command.duration("breaker-cooldown", minimum: .milliseconds(100)) ?? c.breakerPolicy.cooldown
         c.breakerPolicy.cooldownMax = try command.duration("breaker-cooldown-max", minimum: .milliseconds(100)) ?? c.breakerPolicy.cooldownMax
         c.retention = try command.duration("retention", minimum: .seconds(1)) ?? c.retention
