@@ -23,4 +23,7 @@ echo "starting a private PostgreSQL in $dir on port $port" >&2
 
 export COURIER_TEST_DATABASE_URL="postgresql:///postgres?host=$dir/run&port=$port&user=courier"
 export COURIER_BIN_DIR="$bin"
-swift test --skip-build "$@"
+# Suites run one after another: several tests run a worker in-process, and its jobs
+# need the cooperative thread pool (two threads on a two-core machine), which other
+# suites' long synchronous tests would otherwise hold. Serial, the suite takes ~2-3 min.
+swift test --skip-build --no-parallel "$@"

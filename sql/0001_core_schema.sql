@@ -31,6 +31,10 @@ create table courier.jobs (
     lease_expires_at    timestamptz,
     attempted_at        timestamptz,                  -- start of the current or last attempt
     cancel_requested_at timestamptz,
+    -- Set while the destination's circuit breaker is open: the job is out of the
+    -- runnable index (so claims never scan it) until the breaker closes. run_at is
+    -- left alone, so schedules and replay pacing survive an outage.
+    hold_until          timestamptz,
     created_at          timestamptz not null default now(),
 
     constraint jobs_kind_check         check (kind ~ '^[a-z][a-z0-9_.-]{0,63}$'),
@@ -60,8 +64,12 @@ create table courier.jobs (
     autovacuum_analyze_scale_factor = 0.05
 );
 
--- Only runnable jobs: finished rows never exist here and running ones are not scanned by claims.
-create index jobs_runnable_idx on courier.jobs (queue, priority, run_at, id) where state = 'available';
+-- Only runnable jobs: finished rows never exist here, and neither running jobs nor jobs
+-- held back by an open breaker are scanned by claims.
+create index jobs_runnable_idx on courier.jobs (queue, priority, run_at, id)
+    where state = 'available' and hold_until is null;
+-- Held jobs, for releasing them when their breaker closes.
+create index jobs_held_idx on courier.jobs (destination) where hold_until is not null;
 -- Rescue of expired leases scans only running jobs.
 create index jobs_lease_idx on courier.jobs (lease_expires_at) where state = 'running';
 -- Holding back or counting one destination's waiting jobs.

@@ -30,17 +30,33 @@ create function courier.breaker_transition_logged(
     select pg_notify('courier_breakers', p_destination || ' ' || p_to);
 $$;
 
--- Holds the destination's waiting jobs back until p_until, so claims do not even
--- scan them while the breaker is open (their attempts are untouched).
+-- Holds the destination's waiting jobs back while its breaker is open: they leave the
+-- runnable index, so claims do not even scan them, and their attempts and run_at are
+-- untouched. Released by courier.breaker_release_jobs when the breaker closes.
 create function courier.breaker_hold_jobs(p_destination text, p_until timestamptz) returns bigint
 language plpgsql volatile as $$
 declare
     v_count bigint;
 begin
-    update courier.jobs set run_at = p_until
-    where destination = p_destination and state = 'available' and run_at < p_until;
+    update courier.jobs set hold_until = p_until
+    where destination = p_destination and state = 'available' and (hold_until is null or hold_until < p_until);
     get diagnostics v_count = row_count;
     update courier.breakers set deferred_jobs = deferred_jobs + v_count where destination = p_destination;
+    return v_count;
+end
+$$;
+
+-- Puts a destination's held jobs back in the runnable index and wakes the fleet.
+create function courier.breaker_release_jobs(p_destination text) returns bigint
+language plpgsql volatile as $$
+declare
+    v_count bigint;
+begin
+    update courier.jobs set hold_until = null where destination = p_destination and hold_until is not null;
+    get diagnostics v_count = row_count;
+    if v_count > 0 then
+        perform pg_notify('courier_jobs', '');
+    end if;
     return v_count;
 end
 $$;
@@ -171,8 +187,7 @@ begin
         where destination = p_destination
         returning * into b;
         perform courier.breaker_transition_logged(p_destination, 'half_open', 'closed', 'probe_succeeded', b.generation, p_worker);
-        -- Jobs held back until the probe time are runnable now: wake the fleet.
-        perform pg_notify('courier_jobs', '');
+        perform courier.breaker_release_jobs(p_destination);
         return 'closed';
     end if;
     v_cooldown := least(p_cooldown_max_ms,
@@ -208,6 +223,7 @@ begin
         set state = 'open', forced = true, changed_at = now(), open_until = 'infinity', probe_owner = null,
             probe_lease_until = null, generation = generation + 1, opened_count = opened_count + 1
         where destination = p_destination returning generation into v_generation;
+        perform courier.breaker_hold_jobs(p_destination, 'infinity');
     else
         update courier.breakers
         set state = 'closed', forced = false, changed_at = now(), open_until = null, probe_owner = null,
@@ -215,10 +231,7 @@ begin
             window_failures = 0, not_before = case when p_action = 'reset' then null else not_before end,
             cooldown_ms = case when p_action = 'reset' then 0 else cooldown_ms end, generation = generation + 1
         where destination = p_destination returning generation into v_generation;
-        -- Jobs held back for the breaker become runnable now.
-        update courier.jobs set run_at = now() where destination = p_destination and state = 'available' and run_at > now()
-            and p_action in ('close', 'reset') and v_from <> 'closed';
-        perform pg_notify('courier_jobs', '');
+        perform courier.breaker_release_jobs(p_destination);
     end if;
     perform courier.breaker_transition_logged(p_destination, v_from,
         case when p_action = 'open' then 'open' else 'closed' end, 'operator_' || p_action, v_generation, p_actor);

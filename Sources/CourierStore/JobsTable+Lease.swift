@@ -21,7 +21,7 @@ extension JobsTable {
     public static let claimSQL = """
         with picked as (
             select c.id from courier.jobs c
-            where c.state = 'available' and c.queue = $1 and c.run_at <= now()
+            where c.state = 'available' and c.hold_until is null and c.queue = $1 and c.run_at <= now()
               and not exists (
                   select 1 from courier.breakers b
                   where b.destination = c.destination
@@ -265,6 +265,20 @@ extension JobsTable {
             }
             return RescueResult(requeued: requeued, deadLettered: dead, ranHere: true)
         }
+    }
+
+    /// Releases jobs still held for a destination whose breaker is no longer open (its
+    /// row was reset or deleted by hand, say). Normally the closing transition releases
+    /// them; this is the safety net. Returns how many were released.
+    @discardableResult
+    public static func releaseStaleHolds(on connection: PostgresConnection) throws -> Int {
+        let released = try connection.execute("""
+            update courier.jobs j set hold_until = null
+            where j.hold_until is not null
+              and not exists (select 1 from courier.breakers b where b.destination = j.destination and b.state <> 'closed')
+            """)
+        if released > 0 { try connection.query("select pg_notify('courier_jobs', '')") }
+        return released
     }
 
     /// Deletes succeeded-job records older than the retention, a batch at a time.

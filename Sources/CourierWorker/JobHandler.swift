@@ -11,6 +11,10 @@ import Foundation
 /// (`mayHaveBeenDelivered`), whether retrying can help, and an optional Retry-After.
 /// Task cancellation means the job was cancelled or the worker's grace ran out:
 /// stop promptly and report `.cancelled`.
+///
+/// Handlers run on Swift's cooperative thread pool, which has one thread per core:
+/// never block in `perform` (no synchronous network or database calls, no sleeps);
+/// await asynchronous APIs, or move blocking work to a thread of your own.
 public protocol JobHandler: Sendable {
     func perform(_ job: ClaimedJob) async -> Classification
 }

@@ -509,7 +509,10 @@ public final class Worker: @unchecked Sendable {
                 }
             }
             if now - lastRescue >= rescueInterval {
-                if case .success(let result) = session.run({ try JobsTable.rescueExpired(on: $0) }) {
+                if case .success(let result) = session.run({ connection -> JobsTable.RescueResult in
+                    try JobsTable.releaseStaleHolds(on: connection)
+                    return try JobsTable.rescueExpired(on: connection)
+                }) {
                     lastRescue = now
                     if result.requeued + result.deadLettered > 0 {
                         logger.warning("rescued jobs whose lease expired", [("requeued", result.requeued), ("dead_lettered", result.deadLettered)])
