@@ -196,13 +196,14 @@ returns text
 language plpgsql volatile as $$
 declare
     v_from text;
+    v_held_until timestamptz;
     v_generation bigint;
 begin
     if p_action not in ('open', 'close', 'reset') then
         raise exception 'courier.breaker_force: action must be open, close or reset' using errcode = '22023', column = 'action';
     end if;
     insert into courier.breakers (destination) values (p_destination) on conflict (destination) do nothing;
-    select state into v_from from courier.breakers where destination = p_destination for update;
+    select state, open_until into v_from, v_held_until from courier.breakers where destination = p_destination for update;
     if p_action = 'open' then
         update courier.breakers
         set state = 'open', forced = true, changed_at = now(), open_until = 'infinity', probe_owner = null,
@@ -215,9 +216,10 @@ begin
             window_failures = 0, not_before = case when p_action = 'reset' then null else not_before end,
             cooldown_ms = case when p_action = 'reset' then 0 else cooldown_ms end, generation = generation + 1
         where destination = p_destination returning generation into v_generation;
-        -- Jobs held back for the breaker become runnable now.
+        -- Jobs held back for the breaker (until its open_until) become runnable now;
+        -- jobs scheduled for later than that keep their time.
         update courier.jobs set run_at = now() where destination = p_destination and state = 'available' and run_at > now()
-            and p_action in ('close', 'reset') and v_from <> 'closed';
+            and run_at <= v_held_until and v_held_until <> 'infinity' and v_from <> 'closed';
         perform pg_notify('courier_jobs', '');
     end if;
     perform courier.breaker_transition_logged(p_destination, v_from,
