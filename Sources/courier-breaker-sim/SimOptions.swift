@@ -37,17 +37,21 @@ struct SimOptions: Sendable {
     var backoffBase: Duration = .milliseconds(200)
     var backoffCap: Duration = .seconds(2)
     var results: String?
+    /// Jobs in the dead destination's backlog for the claim-cost measurement; 0 skips it.
+    var backlog: Int = 100_000
 
     static let usage = """
         usage: courier-breaker-sim [--admin-url URL] [--fleets 1,3,8] [--modes shared,process,none]
                                    [--warmup 2s] [--outage 20s] [--drain-timeout 40s] [--rate 10]
                                    [--concurrency 8] [--max-attempts 10] [--breaker-failures 5]
                                    [--breaker-cooldown 2s] [--breaker-cooldown-max 8s]
-                                   [--backoff-base 200ms] [--backoff-cap 2s] [--results FILE.md]
+                                   [--backoff-base 200ms] [--backoff-cap 2s] [--backlog 100000]
+                                   [--results FILE.md]
 
         Simulates a destination outage (503 without Retry-After) for fleets of in-process
         Courier workers with the shared breaker, a per-process breaker and no breaker, and
-        prints what reached the dead destination. Each scenario gets its own database on
+        prints what reached the dead destination. Then it times the claim statement
+        behind a backlog of --backlog jobs for an open destination (0 skips). Each scenario gets its own database on
         the cluster named by --admin-url or COURIER_TEST_DATABASE_URL (an admin URL).
         """
 
@@ -98,6 +102,7 @@ struct SimOptions: Sendable {
             case "--backoff-base": o.backoffBase = try duration(flag)
             case "--backoff-cap": o.backoffCap = try duration(flag)
             case "--results": o.results = try value(flag)
+            case "--backlog": o.backlog = try int(flag, 0...10_000_000)
             case "-h", "--help": throw ValidationError(field: "--help", message: "help requested")
             default: throw ValidationError(field: flag, message: "unknown flag\n" + usage)
             }
