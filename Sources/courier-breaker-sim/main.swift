@@ -56,7 +56,7 @@ let settings = """
     \(options.concurrency), backoff exponential \(DurationParser.format(options.backoffBase))..\(DurationParser.format(options.backoffCap)) \
     with full jitter. Breaker (shared and per-process alike): \(options.failures) consecutive failures or 50% of \
     20 in 60 s; cooldown \(DurationParser.format(options.cooldown)), doubling with jitter up to \
-    \(DurationParser.format(options.cooldownMax)). Whole run: \(DurationParser.format(elapsed)).
+    \(DurationParser.format(options.cooldownMax)). Whole run: \(String(format: "%.0f s", Double(elapsed.components.seconds))).
     """
 let backlogText = backlogResult.map { b in
     func ms(_ d: Duration) -> String { String(format: "%.1f ms", Double(d.components.seconds) * 1000 + Double(d.components.attoseconds) / 1e15) }

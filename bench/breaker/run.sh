@@ -14,4 +14,4 @@ cd "$(dirname "$0")/../.."
 config=${CONFIG:-debug}
 swift build -j 2 -c "$config" --product courier-breaker-sim
 bin=$(swift build -c "$config" --show-bin-path)
-"$bin/courier-breaker-sim" --results bench/breaker/figures.md "$@" | tee bench/breaker/last-run.txt
+"$bin/courier-breaker-sim" --results bench/breaker/figures.md "$@"
