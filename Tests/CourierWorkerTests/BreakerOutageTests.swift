@@ -126,12 +126,14 @@ import Testing
         let grants = try probeGrants(db, down, since: windowStart)
         let sentWhileOpen = (snapshot?.requests ?? 0) - requestsBeforeOpen
         var grown = 0
+        var probedJobs = 0
         for (id, before) in attemptsAtOpen {
             let after = try #require(attemptsBeforeRecovery[id], "job \(id) left the queue while its destination was down")
             grown += after - before
+            if after > before { probedJobs += 1 }
         }
         print("BreakerOutageTests: \(requestsBeforeOpen) requests before the trip; \(inWindow.count) in the 6 s window; "
-              + "\(sentWhileOpen) requests, \(grown) attempts and \(grants) probe grants in the 8 s before recovery")
+              + "\(sentWhileOpen) requests, \(grown) attempts on \(probedJobs) job(s) and \(grants) probe grants in the 8 s before recovery")
         #expect(grown == sentWhileOpen, "only the probes used attempts (\(grown) attempts, \(sentWhileOpen) requests)")
         #expect(grown <= grants, "each probe grant sends at most one request (\(grown) attempts, \(grants) grants)")
         #expect(grown >= 2, "the breaker kept probing (cooldown 2 s, then up to 4 s)")
