@@ -34,7 +34,7 @@ create table courier.jobs (
     -- Set while the destination's circuit breaker is open: the job is out of the
     -- runnable index (so claims never scan it) until the breaker closes. run_at is
     -- left alone, so schedules and replay pacing survive an outage.
-    hold_until          timestamptz,
+    held_since          timestamptz,
     created_at          timestamptz not null default now(),
 
     constraint jobs_kind_check         check (kind ~ '^[a-z][a-z0-9_.-]{0,63}$'),
@@ -67,9 +67,9 @@ create table courier.jobs (
 -- Only runnable jobs: finished rows never exist here, and neither running jobs nor jobs
 -- held back by an open breaker are scanned by claims.
 create index jobs_runnable_idx on courier.jobs (queue, priority, run_at, id)
-    where state = 'available' and hold_until is null;
+    where state = 'available' and held_since is null;
 -- Held jobs, for releasing them when their breaker closes.
-create index jobs_held_idx on courier.jobs (destination) where hold_until is not null;
+create index jobs_held_idx on courier.jobs (destination) where held_since is not null;
 -- Rescue of expired leases scans only running jobs.
 create index jobs_lease_idx on courier.jobs (lease_expires_at) where state = 'running';
 -- Holding back or counting one destination's waiting jobs.
@@ -238,11 +238,14 @@ begin
 
     loop
         insert into courier.jobs (queue, priority, run_at, max_attempts, deadline, destination, method, url,
-                                  headers, body, timeout_ms, expect_content_type, idempotency_key, unique_key)
+                                  headers, body, timeout_ms, expect_content_type, idempotency_key, unique_key, held_since)
         values (enqueue.queue, enqueue.priority, coalesce(enqueue.run_at, now()), enqueue.max_attempts,
                 enqueue.deadline, v_destination, v_method, enqueue.url, coalesce(enqueue.headers, '{}'),
                 enqueue.body, enqueue.timeout_ms, lower(enqueue.expect_content_type), enqueue.idempotency_key,
-                enqueue.unique_key)
+                enqueue.unique_key,
+                -- A destination whose breaker is open: the job waits out of the runnable index.
+                case when exists (select 1 from courier.breakers b
+                                  where b.destination = v_destination and b.state <> 'closed') then now() end)
         on conflict (unique_key) where unique_key is not null do nothing
         returning id into v_id;
         exit when v_id is not null;

@@ -54,11 +54,14 @@ begin
     end if;
     loop
         insert into courier.jobs (kind, args, queue, priority, run_at, max_attempts, deadline, destination,
-                                  idempotency_key, unique_key, timeout_ms)
+                                  idempotency_key, unique_key, timeout_ms, held_since)
         values (enqueue_job.kind, coalesce(enqueue_job.args, '{}'), enqueue_job.queue, coalesce(enqueue_job.priority, 0),
                 coalesce(enqueue_job.run_at, now()), enqueue_job.max_attempts, enqueue_job.deadline,
                 coalesce(enqueue_job.destination, 'job:' || enqueue_job.kind), enqueue_job.idempotency_key,
-                enqueue_job.unique_key, coalesce(enqueue_job.timeout_ms, 30000))
+                enqueue_job.unique_key, coalesce(enqueue_job.timeout_ms, 30000),
+                case when exists (select 1 from courier.breakers b
+                                  where b.destination = coalesce(enqueue_job.destination, 'job:' || enqueue_job.kind)
+                                    and b.state <> 'closed') then now() end)
         on conflict (unique_key) where unique_key is not null do nothing
         returning id into v_id;
         exit when v_id is not null;

@@ -32,18 +32,26 @@ $$;
 
 -- Holds the destination's waiting jobs back while its breaker is open: they leave the
 -- runnable index, so claims do not even scan them, and their attempts and run_at are
--- untouched. Released by courier.breaker_release_jobs when the breaker closes.
-create function courier.breaker_hold_jobs(p_destination text, p_until timestamptz) returns bigint
+-- untouched. Jobs already held stay as they are, so a breaker that opens again after a
+-- failed probe only touches jobs that arrived since. Released by
+-- courier.breaker_release_jobs when the breaker closes.
+create function courier.breaker_hold_jobs(p_destination text) returns bigint
 language plpgsql volatile as $$
 declare
     v_count bigint;
 begin
-    update courier.jobs set hold_until = p_until
-    where destination = p_destination and state = 'available' and (hold_until is null or hold_until < p_until);
+    update courier.jobs set held_since = now()
+    where destination = p_destination and state = 'available' and held_since is null;
     get diagnostics v_count = row_count;
     update courier.breakers set deferred_jobs = deferred_jobs + v_count where destination = p_destination;
     return v_count;
 end
+$$;
+
+-- Whether new or retried jobs of a destination should start out held.
+create function courier.breaker_holds(p_destination text) returns boolean
+language sql stable as $$
+    select exists (select 1 from courier.breakers where destination = p_destination and state <> 'closed')
 $$;
 
 -- Puts a destination's held jobs back in the runnable index and wakes the fleet.
@@ -52,7 +60,7 @@ language plpgsql volatile as $$
 declare
     v_count bigint;
 begin
-    update courier.jobs set hold_until = null where destination = p_destination and hold_until is not null;
+    update courier.jobs set held_since = null where destination = p_destination and held_since is not null;
     get diagnostics v_count = row_count;
     if v_count > 0 then
         perform pg_notify('courier_jobs', '');
@@ -125,7 +133,7 @@ begin
     where destination = p_destination
     returning * into b;
     perform courier.breaker_transition_logged(p_destination, 'closed', 'open', v_reason, b.generation, p_worker);
-    perform courier.breaker_hold_jobs(p_destination, b.open_until);
+    perform courier.breaker_hold_jobs(p_destination);
     return 'open';
 end
 $$;
@@ -199,8 +207,30 @@ begin
     where destination = p_destination
     returning * into b;
     perform courier.breaker_transition_logged(p_destination, 'half_open', 'open', 'probe_failed', b.generation, p_worker);
-    perform courier.breaker_hold_jobs(p_destination, b.open_until);
+    perform courier.breaker_hold_jobs(p_destination);
     return 'open';
+end
+$$;
+
+-- Gives a won probe back without a verdict (no job could be claimed for it, or it
+-- was cancelled or aborted at shutdown): the breaker is open again and due at once,
+-- with its cooldown unchanged. Returns false when the generation was stale.
+create function courier.breaker_probe_abandon(p_destination text, p_generation bigint, p_worker text)
+returns boolean
+language plpgsql volatile as $$
+declare
+    v_generation bigint;
+begin
+    update courier.breakers
+    set state = 'open', changed_at = now(), open_until = now(), probe_owner = null, probe_lease_until = null,
+        generation = generation + 1
+    where destination = p_destination and state = 'half_open' and generation = p_generation
+    returning generation into v_generation;
+    if v_generation is null then
+        return false;
+    end if;
+    perform courier.breaker_transition_logged(p_destination, 'half_open', 'open', 'probe_abandoned', v_generation, p_worker);
+    return true;
 end
 $$;
 
@@ -223,10 +253,12 @@ begin
         set state = 'open', forced = true, changed_at = now(), open_until = 'infinity', probe_owner = null,
             probe_lease_until = null, generation = generation + 1, opened_count = opened_count + 1
         where destination = p_destination returning generation into v_generation;
-        perform courier.breaker_hold_jobs(p_destination, 'infinity');
+        perform courier.breaker_hold_jobs(p_destination);
     else
         update courier.breakers
-        set state = 'closed', forced = false, changed_at = now(), open_until = null, probe_owner = null,
+        set open_ms_total = open_ms_total + case when state = 'open'
+                then (extract(epoch from now() - changed_at) * 1000)::bigint else 0 end,
+            state = 'closed', forced = false, changed_at = now(), open_until = null, probe_owner = null,
             probe_lease_until = null, consecutive_failures = 0, window_started_at = now(), window_successes = 0,
             window_failures = 0, not_before = case when p_action = 'reset' then null else not_before end,
             cooldown_ms = case when p_action = 'reset' then 0 else cooldown_ms end, generation = generation + 1

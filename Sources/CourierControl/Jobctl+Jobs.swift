@@ -50,7 +50,7 @@ extension Jobctl {
         if let duration = job.durationMilliseconds { lines.append("duration:        \(duration)ms") }
         if let worker = job.leasedBy { lines.append("leased by:       \(worker)") }
         if job.cancelRequestedAt != nil { lines.append("cancel:          requested") }
-        if job.holdUntil != nil { lines.append("held:            the destination's circuit breaker is open (no attempts are used)") }
+        if job.heldSince != nil { lines.append("held:            the destination's circuit breaker is open (no attempts are used)") }
         for name in job.headers.keys.sorted() {
             lines.append("header:          \(name): \(job.headers[name] ?? "")")
         }

@@ -79,6 +79,16 @@ extension BreakersTable {
             """).rows[0].decode(0, as: String?.self)
     }
 
+    /// Gives a won probe back without a verdict (no job to probe with, or the probe was
+    /// cancelled): the breaker is open and due again at once. False when stale.
+    @discardableResult
+    public static func abandonProbe(destination: String, generation: Int64, worker: String,
+                                    on connection: PostgresConnection) throws -> Bool {
+        try connection.query("""
+            select courier.breaker_probe_abandon(\(destination)::text, \(generation)::bigint, \(worker)::text)
+            """).rows[0].decode(0, as: Bool.self)
+    }
+
     /// The operator's actions. Returns the state before.
     public enum ForceAction: String, Sendable, CaseIterable { case open, close, reset }
 

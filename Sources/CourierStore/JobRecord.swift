@@ -33,7 +33,7 @@ public struct JobRecord: Sendable, Equatable, Encodable {
     public var leaseExpiresAt: Date?
     public var cancelRequestedAt: Date?
     /// Set while the destination's breaker is open: the job waits, using no attempts.
-    public var holdUntil: Date?
+    public var heldSince: Date?
     /// For a dead job: why.
     public var deadReason: String?
     public var finishedAt: Date?
@@ -46,7 +46,7 @@ public struct JobRecord: Sendable, Equatable, Encodable {
         case destination, method, url, headers, idempotencyKey = "idempotency_key", uniqueKey = "unique_key"
         case timeoutMilliseconds = "timeout_ms", expectContentType = "expect_content_type", createdAt = "created_at"
         case errors, leasedBy = "leased_by", leaseExpiresAt = "lease_expires_at", cancelRequestedAt = "cancel_requested_at"
-        case holdUntil = "held_until"
+        case heldSince = "held_since"
         case deadReason = "dead_reason", finishedAt = "finished_at", finalStatus = "final_status"
         case durationMilliseconds = "duration_ms"
     }

@@ -20,7 +20,7 @@ extension JobsTable {
     static let waitingColumns = """
         id, kind, queue, state, priority, run_at, attempt, max_attempts, deadline, destination, method, url,
         headers::text, idempotency_key, unique_key, timeout_ms, expect_content_type, created_at, errors::text,
-        leased_by::text, lease_expires_at, cancel_requested_at, hold_until
+        leased_by::text, lease_expires_at, cancel_requested_at, held_since
         """
 
     static func decodeWaiting(_ row: PostgresRow) throws -> JobRecord {
@@ -47,7 +47,7 @@ extension JobsTable {
             leasedBy: try row.decode(19, as: String?.self),
             leaseExpiresAt: try row.decode(20, as: Date?.self),
             cancelRequestedAt: try row.decode(21, as: Date?.self),
-            holdUntil: try row.decode(22, as: Date?.self)
+            heldSince: try row.decode(22, as: Date?.self)
         )
     }
 
@@ -81,7 +81,7 @@ extension JobsTable {
                 url: try row.decode(5, as: String?.self), headers: [:], idempotencyKey: try row.decode(9, as: String?.self),
                 uniqueKey: nil, timeoutMilliseconds: 0, expectContentType: nil, createdAt: try row.decode(11, as: Date.self),
                 errors: AttemptRecord.decodeHistory(try row.decode(10, as: String.self)), leasedBy: nil, leaseExpiresAt: nil,
-                cancelRequestedAt: nil, holdUntil: nil, deadReason: nil, finishedAt: try row.decode(12, as: Date?.self),
+                cancelRequestedAt: nil, heldSince: nil, deadReason: nil, finishedAt: try row.decode(12, as: Date?.self),
                 finalStatus: try row.decode(7, as: Int?.self), durationMilliseconds: try row.decode(8, as: Int?.self)
             )
         }
@@ -100,7 +100,7 @@ extension JobsTable {
                 idempotencyKey: try row.decode(8, as: String?.self), uniqueKey: try row.decode(9, as: String?.self),
                 timeoutMilliseconds: try row.decode(10, as: Int.self), expectContentType: try row.decode(11, as: String?.self),
                 createdAt: try row.decode(17, as: Date.self), errors: AttemptRecord.decodeHistory(try row.decode(15, as: String.self)),
-                leasedBy: nil, leaseExpiresAt: nil, cancelRequestedAt: nil, holdUntil: nil, deadReason: try row.decode(16, as: String.self),
+                leasedBy: nil, leaseExpiresAt: nil, cancelRequestedAt: nil, heldSince: nil, deadReason: try row.decode(16, as: String.self),
                 finishedAt: try row.decode(18, as: Date?.self), finalStatus: nil, durationMilliseconds: nil
             )
         }

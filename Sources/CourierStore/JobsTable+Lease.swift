@@ -21,7 +21,7 @@ extension JobsTable {
     public static let claimSQL = """
         with picked as (
             select c.id from courier.jobs c
-            where c.state = 'available' and c.hold_until is null and c.queue = $1 and c.run_at <= now()
+            where c.state = 'available' and c.held_since is null and c.queue = $1 and c.run_at <= now()
               and not exists (
                   select 1 from courier.breakers b
                   where b.destination = c.destination
@@ -103,7 +103,9 @@ extension JobsTable {
         return try connection.query("""
             update courier.jobs j
             set state = 'available', run_at = now() + a.delay_ms * interval '1 millisecond', last_delay_ms = a.delay_ms,
-                leased_by = null, lease_expires_at = null, errors = j.errors || jsonb_build_array(a.error::jsonb)
+                leased_by = null, lease_expires_at = null, errors = j.errors || jsonb_build_array(a.error::jsonb),
+                -- A destination whose breaker opened meanwhile: wait out of the runnable index.
+                held_since = case when courier.breaker_holds(j.destination) then now() end
             from unnest(\(retries.map(\.id)), \(retries.map(\.attempt)), \(retries.map(\.delayMilliseconds)),
                         \(retries.map(\.errorJSON))) as a(id, attempt, delay_ms, error)
             where j.id = a.id and j.attempt = a.attempt and j.state = 'running' and j.leased_by = \(worker)
@@ -273,8 +275,8 @@ extension JobsTable {
     @discardableResult
     public static func releaseStaleHolds(on connection: PostgresConnection) throws -> Int {
         let released = try connection.execute("""
-            update courier.jobs j set hold_until = null
-            where j.hold_until is not null
+            update courier.jobs j set held_since = null
+            where j.held_since is not null
               and not exists (select 1 from courier.breakers b where b.destination = j.destination and b.state <> 'closed')
             """)
         if released > 0 { try connection.query("select pg_notify('courier_jobs', '')") }
@@ -309,7 +311,8 @@ extension JobsTable {
                 where c.state = 'available' and c.destination = $1 and c.queue = any($2) and c.run_at <= now()
                   and exists (select 1 from courier.breakers b
                               where b.destination = $1 and b.state = 'half_open' and b.probe_owner = $3 and b.generation = $5)
-                order by c.priority, c.run_at, c.id
+                -- Prefer jobs with the fewest attempts, so one job does not pay for every probe.
+                order by c.attempt, c.priority, c.run_at, c.id
                 limit 1
                 for update skip locked
             )

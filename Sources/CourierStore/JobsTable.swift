@@ -80,11 +80,16 @@ public enum JobsTable {
             }
             let inserted = try tx.execute("""
                 insert into courier.jobs (queue, priority, run_at, max_attempts, deadline, destination, method, url,
-                    headers, body, timeout_ms, expect_content_type, idempotency_key, unique_key)
-                select s.queue, s.priority, coalesce(s.run_at, now()), s.max_attempts, s.deadline,
-                    coalesce(s.destination, courier.destination_of(s.url)), s.method, s.url, s.headers, s.body,
-                    s.timeout_ms, s.expect_content_type, s.idempotency_key, s.unique_key
+                    headers, body, timeout_ms, expect_content_type, idempotency_key, unique_key, held_since)
+                select s.queue, s.priority, coalesce(s.run_at, now()), s.max_attempts, s.deadline, d.destination,
+                    s.method, s.url, s.headers, s.body, s.timeout_ms, s.expect_content_type, s.idempotency_key,
+                    s.unique_key,
+                    -- Jobs for a destination whose breaker is open start out held.
+                    case when held.destination is not null then now() end
                 from courier_enqueue_stage s
+                cross join lateral (select coalesce(s.destination, courier.destination_of(s.url)) as destination) d
+                left join (select destination from courier.breakers where state <> 'closed') held
+                    on held.destination = d.destination
                 order by s.ord
                 on conflict (unique_key) where unique_key is not null do nothing
                 """)

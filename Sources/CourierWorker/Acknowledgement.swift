@@ -14,6 +14,8 @@ enum Acknowledgement: Sendable, Equatable {
     case destinationPause(destination: String, milliseconds: Int64)
     /// The result of a half-open probe, applied only if its generation is still current.
     case probeResult(destination: String, generation: Int64, succeeded: Bool)
+    /// A probe that ended without a verdict (cancelled, aborted at shutdown).
+    case probeAbandon(destination: String, generation: Int64)
 }
 
 /// The acknowledgements not yet written, shared by the job tasks (producers) and
@@ -54,6 +56,7 @@ extension Acknowledgement {
         var handBackAttempts: [Int] = []
         var pauses: [String: Int64] = [:]
         var probes: [(String, Int64, Bool)] = []
+        var abandoned: [(String, Int64)] = []
         for item in batch {
             switch item {
             case .success(let s): successes.append(s)
@@ -64,6 +67,7 @@ extension Acknowledgement {
                 handBackAttempts.append(attempt)
             case .destinationPause(let destination, let ms): pauses[destination] = max(pauses[destination] ?? 0, ms)
             case .probeResult(let destination, let generation, let succeeded): probes.append((destination, generation, succeeded))
+            case .probeAbandon(let destination, let generation): abandoned.append((destination, generation))
             }
         }
         // Pauses first, so a job retried after Retry-After cannot be claimed before its destination is paused.
@@ -74,6 +78,10 @@ extension Acknowledgement {
             try BreakersTable.probeResult(destination: destination, generation: generation, succeeded: succeeded,
                                           worker: worker.uuidString.lowercased(), policy: breakerPolicy, jitter: jitter,
                                           on: connection)
+        }
+        for (destination, generation) in abandoned {
+            try BreakersTable.abandonProbe(destination: destination, generation: generation,
+                                           worker: worker.uuidString.lowercased(), on: connection)
         }
         try JobsTable.complete(successes, worker: worker, on: connection)
         try JobsTable.retry(retries, worker: worker, on: connection)

@@ -237,10 +237,15 @@ public final class Worker: @unchecked Sendable {
         let flags = lock.withLock { inFlight[job.id].map { ($0.cancelledByOperator, $0.abortedByShutdown, $0.probeGeneration) } }
             ?? (false, false, nil)
         if let generation = flags.2 {
-            // The probe's verdict: the destination answered in a way that is not a breaker failure.
-            let healthy = classification.succeeded
-                || (!classification.countsAsBreakerFailure && classification.errorClass != .throttled && classification.errorClass != .cancelled)
-            acknowledge(.probeResult(destination: job.destination, generation: generation, succeeded: healthy))
+            if flags.0 || flags.1 || classification.errorClass == .cancelled {
+                // Cancelled or aborted at shutdown: the probe says nothing about the destination.
+                acknowledge(.probeAbandon(destination: job.destination, generation: generation))
+            } else {
+                // The verdict: the destination answered in a way that is not a breaker failure.
+                let healthy = classification.succeeded
+                    || (!classification.countsAsBreakerFailure && classification.errorClass != .throttled)
+                acknowledge(.probeResult(destination: job.destination, generation: generation, succeeded: healthy))
+            }
         } else if !flags.0 && !flags.1 {
             noteEvidence(job.destination, classification)
         }
@@ -421,7 +426,13 @@ public final class Worker: @unchecked Sendable {
                                                    leaseMilliseconds: Int(self.configuration.lease.milliseconds), on: connection)
                 return (generation, job)
             }
-            guard case .success(let won?) = result, let job = won.1 else { continue }
+            guard case .success(let won?) = result else { continue }
+            guard let job = won.1 else {
+                // Won, but the job went elsewhere meanwhile: give the probe back rather than stall the breaker.
+                _ = session.run { try BreakersTable.abandonProbe(destination: destination, generation: won.0,
+                                                                 worker: self.id.uuidString.lowercased(), on: $0) }
+                continue
+            }
             logger.info("breaker half-open; probing", [("destination", destination), ("job", job.id), ("generation", won.0)])
             start([job], probeGeneration: won.0)
         }
