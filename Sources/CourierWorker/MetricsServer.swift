@@ -120,13 +120,22 @@ public final class MetricsServer: @unchecked Sendable {
     // MARK: - The event loop
 
     private struct Connection {
+        enum Phase { case reading, writing, draining }
         let fd: Int32
+        var phase = Phase.reading
         var input: [UInt8] = []
         var output: [UInt8] = []
         var sent = 0
+        /// Bytes read and thrown away after the response (a lingering close).
+        var drained = 0
         var deadline: ContinuousClock.Instant
-        var writing: Bool { !output.isEmpty }
     }
+
+    /// After answering, the server half-closes and reads what the client still sends
+    /// for at most this long, so closing never resets the connection before the
+    /// client has read the answer.
+    static let lingerTime: Duration = .seconds(2)
+    static let lingerBytes = 1 << 20
 
     private func serve(listener: Int32, wake: Int32) {
         var connections: [Int32: Connection] = [:]
@@ -138,7 +147,7 @@ public final class MetricsServer: @unchecked Sendable {
             var fds = [pollfd(fd: wake, events: Int16(POLLIN), revents: 0),
                        pollfd(fd: listener, events: Int16(POLLIN), revents: 0)]
             for connection in connections.values {
-                fds.append(pollfd(fd: connection.fd, events: Int16(connection.writing ? POLLOUT : POLLIN), revents: 0))
+                fds.append(pollfd(fd: connection.fd, events: Int16(connection.phase == .writing ? POLLOUT : POLLIN), revents: 0))
             }
             let now = ContinuousClock.now
             let nearest = connections.values.map(\.deadline).min()
@@ -155,22 +164,26 @@ public final class MetricsServer: @unchecked Sendable {
             }
             for entry in fds.dropFirst(2) where entry.revents != 0 {
                 guard var connection = connections[entry.fd] else { continue }
-                let keep = connection.writing ? flush(&connection) : receive(&connection, revents: entry.revents)
+                let keep = switch connection.phase {
+                case .reading: receive(&connection)
+                case .writing: flush(&connection)
+                case .draining: drain(&connection)
+                }
                 if keep {
                     connections[entry.fd] = connection
                 } else {
-                    finish(connection.fd)
+                    close(connection.fd)
                     connections[entry.fd] = nil
                 }
             }
             let later = ContinuousClock.now
             for (fd, connection) in connections where connection.deadline <= later {
-                if !connection.writing {
+                if connection.phase == .reading {
                     // Best effort: tell the slow client why, then hang up.
                     let bytes = Response(status: 408, text: "request timeout\n").serialized()
                     _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT)) }
                 }
-                finish(fd)
+                close(fd)
                 connections[fd] = nil
             }
         }
@@ -184,7 +197,8 @@ public final class MetricsServer: @unchecked Sendable {
             if connections.count >= limits.maxConnections {
                 let bytes = Response(status: 503, text: "too many connections\n").serialized()
                 _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT)) }
-                finish(fd)
+                shutdown(fd, Int32(SHUT_WR))
+                close(fd)
                 continue
             }
             connections[fd] = Connection(fd: fd, deadline: ContinuousClock.now + limits.requestTimeout)
@@ -193,7 +207,7 @@ public final class MetricsServer: @unchecked Sendable {
 
     /// Reads what arrived; once the head is complete (or refused) the response is prepared.
     /// Returns false when the connection should be closed.
-    private func receive(_ connection: inout Connection, revents: Int16) -> Bool {
+    private func receive(_ connection: inout Connection) -> Bool {
         var chunk = [UInt8](repeating: 0, count: 4096)
         let room = min(chunk.count, limits.maxHeaderBytes + 1 - connection.input.count)
         let count = room > 0 ? recv(connection.fd, &chunk, room, Int32(MSG_DONTWAIT)) : 0
@@ -214,12 +228,15 @@ public final class MetricsServer: @unchecked Sendable {
             includeBody = request.method != "HEAD"
         }
         connection.output = response.serialized(includeBody: includeBody)
+        connection.input = []
         connection.sent = 0
+        connection.phase = .writing
         connection.deadline = ContinuousClock.now + limits.writeTimeout
         return flush(&connection)
     }
 
-    /// Sends as much of the response as the socket takes. Returns false when done or failed.
+    /// Sends as much of the response as the socket takes; once all is sent, half-closes
+    /// and starts draining. Returns false when the connection failed.
     private func flush(_ connection: inout Connection) -> Bool {
         while connection.sent < connection.output.count {
             let sent = connection.output.withUnsafeBytes { buffer in
@@ -231,12 +248,20 @@ public final class MetricsServer: @unchecked Sendable {
             }
             connection.sent += sent
         }
-        return false
+        shutdown(connection.fd, Int32(SHUT_WR))
+        connection.output = []
+        connection.phase = .draining
+        connection.deadline = ContinuousClock.now + Self.lingerTime
+        return true
     }
 
-    private func finish(_ fd: Int32) {
-        shutdown(fd, Int32(SHUT_WR))
-        close(fd)
+    /// Reads and discards until the client closes. Returns false when it has (or sent too much).
+    private func drain(_ connection: inout Connection) -> Bool {
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        let count = recv(connection.fd, &chunk, chunk.count, Int32(MSG_DONTWAIT))
+        if count < 0 { return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR }
+        connection.drained += count
+        return count > 0 && connection.drained <= Self.lingerBytes
     }
 
     // MARK: - Binding
