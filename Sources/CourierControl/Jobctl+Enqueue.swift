@@ -34,7 +34,8 @@ extension Jobctl {
         if let method = command.value("method") { request.method = method.uppercased() }
         for raw in command.values("header") {
             guard let colon = raw.firstIndex(of: ":") else {
-                throw command.invalid("header", "expected 'Name: value', got '\(Redaction.isSensitiveHeader(raw) ? "[REDACTED]" : raw)'")
+                // The argument is not echoed: it may be a credential given without its name.
+                throw command.invalid("header", "expected 'Name: value' but found no ':' (the value is not shown)")
             }
             let name = raw[..<colon].trimmingCharacters(in: .whitespaces)
             let value = raw[raw.index(after: colon)...].trimmingCharacters(in: .whitespaces)
