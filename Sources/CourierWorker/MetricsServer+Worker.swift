@@ -18,6 +18,7 @@ extension MetricsServer {
                 PrometheusText.workerPage(metrics: worker.metrics.snapshot(), state: worker.metricsState, sampling: sampler.status)
             })
         }
+        server.sampler = sampler
         try server.start()
         sampler.start()
         server.onStop { sampler.stop() }

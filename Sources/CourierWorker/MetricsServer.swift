@@ -53,6 +53,13 @@ public final class MetricsServer: @unchecked Sendable {
         self.handler = handler
     }
 
+    /// The database sampler of a worker's endpoint (see ``start(for:address:logger:limits:sampleInterval:)``).
+    public var sampler: MetricsServerSampler? {
+        get { lock.withLock { samplerStorage } }
+        set { lock.withLock { samplerStorage = newValue } }
+    }
+    private var samplerStorage: MetricsServerSampler?
+
     /// The port actually bound (differs from the address's when it asked for port 0).
     public var port: Int { lock.withLock { boundPort } }
 
