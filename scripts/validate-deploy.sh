@@ -347,7 +347,7 @@ def env_file(path):
             line = raw.strip()
             if line and not line.startswith("#"):
                 key, _, value = line.partition("=")
-                values[key.strip()] = value.strip()
+                values[key.strip()] = value.strip().strip("\"")
     return values
 
 
