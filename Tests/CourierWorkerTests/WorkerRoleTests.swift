@@ -79,6 +79,14 @@ import Testing
         let registered = try h.db.query("select count(*)::bigint from courier.workers").rows[0].decode(0, as: Int.self)
         #expect(registered == 1, "the worker registered itself")
         await h.stop()
+        // Every line about a job names it fully, including the breaker's probe line.
+        let jobLines = h.logLines.all.filter { $0.contains(" job=") }
+        #expect(jobLines.contains { $0.contains("probing") }, "the probe was logged")
+        for line in jobLines {
+            for field in [" queue=", " destination=", " attempt=", " class="] {
+                #expect(line.contains(field), "\(field) missing in \(line)")
+            }
+        }
         let problems = h.logLines.all.filter { $0.contains("statement failed") || $0.contains("42501") || $0.contains("permission denied") }
         #expect(problems.isEmpty, "statements refused to the worker role:\n\(problems.joined())")
         #expect(try h.db.query("select count(*)::bigint from courier.workers").rows[0].decode(0, as: Int.self) == 0,
