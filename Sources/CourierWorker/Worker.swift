@@ -396,7 +396,8 @@ public final class Worker: @unchecked Sendable {
                 return (generation, job)
             }
             guard case .success(let won?) = result, let job = won.1 else { continue }
-            logger.info("breaker half-open; probing", [("destination", destination), ("job", job.id), ("generation", won.0)])
+            logger.info("breaker half-open; probing", [("job", job.id), ("queue", job.queue), ("destination", destination),
+                                                        ("attempt", job.attempt), ("class", "none"), ("generation", won.0)])
             start([job], probeGeneration: won.0)
         }
     }
