@@ -20,11 +20,12 @@ import Glibc
     }
 
     /// Scrapes until `condition` holds (the sampled families change every sample interval).
-    func scrapeUntil(_ port: Int, timeout: Duration = .seconds(20), _ condition: (MetricsExposition) -> Bool) throws -> MetricsExposition {
+    /// Waits with `Task.sleep`, holding no thread the worker's jobs need (see WorkerHarness+AsyncWait.swift).
+    func scrapeUntil(_ port: Int, timeout: Duration = .seconds(20), _ condition: (MetricsExposition) -> Bool) async throws -> MetricsExposition {
         let end = ContinuousClock.now + timeout
         var page = try scrape(port)
         while !condition(page) && ContinuousClock.now < end {
-            Thread.sleep(forTimeInterval: 0.05)
+            try await Task.sleep(for: .milliseconds(50))
             page = try scrape(port)
         }
         return page
@@ -57,14 +58,14 @@ import Glibc
         let ok = try h.enqueue("/ok")
         let flaky = try h.enqueue("/flaky")
         let gone = try h.enqueue("/gone")
-        _ = try h.waitFor(ok, .succeeded)
-        _ = try h.waitFor(flaky, .succeeded)
-        _ = try h.waitFor(gone, .dead)
+        _ = try await h.waitForAsync(ok, .succeeded)
+        _ = try await h.waitForAsync(flaky, .succeeded)
+        _ = try await h.waitForAsync(gone, .dead)
         // Waiting work in a queue nobody serves, and a breaker an operator opened.
         _ = try h.enqueue("/later") { $0.queue = "metrics_later"; $0.runAt = Date().addingTimeInterval(3600) }
         try BreakersTable.force(destination: "https://down.example:443", action: .open, on: h.db)
 
-        let after = try scrapeUntil(server.port) { page in
+        let after = try await scrapeUntil(server.port) { page in
             page.value("courier_queue_depth", ["queue": "metrics_later", "state": "available"]) == 1
                 && page.value("courier_breakers", ["state": "open"]) == 1
                 && page.value("courier_dead_letters_pending", ["reason": "permanent"]) == 1
@@ -103,7 +104,7 @@ import Glibc
         defer { server.stop() }
         #expect(try MetricsTestClient.request(port: server.port, "GET", "/readyz").status == 200)
         let slow = try h.enqueue("/slow")
-        #expect(h.eventually { h.worker.inFlightCount == 1 })
+        #expect(await h.eventuallyAsync { h.worker.inFlightCount == 1 })
         h.worker.shutdown()
         let during = try MetricsTestClient.request(port: server.port, "GET", "/readyz")
         #expect(during.status == 503)
@@ -113,7 +114,7 @@ import Glibc
         #expect(page.value("courier_worker_stopping") == 1)
         #expect(page.value("courier_worker_ready") == 0)
         await h.stop()
-        _ = try h.waitFor(slow, .succeeded)
+        _ = try await h.waitForAsync(slow, .succeeded)
         await h.close()
     }
 
@@ -137,7 +138,7 @@ import Glibc
         }
         #expect(readiness == 503)
         #expect(try MetricsTestClient.request(port: server.port, "GET", "/healthz").status == 200)
-        let page = try scrapeUntil(server.port) { ($0.value("courier_metrics_sample_failures_total") ?? 0) >= 1 }
+        let page = try await scrapeUntil(server.port) { ($0.value("courier_metrics_sample_failures_total") ?? 0) >= 1 }
         #expect(page.value("courier_database_reachable") == 0)
         #expect((page.value("courier_metrics_sample_failures_total") ?? 0) >= 1)
         #expect(page.families["courier_queue_depth"]?.samples.isEmpty == true, "no sample was ever taken")
@@ -174,7 +175,8 @@ import Glibc
         #expect(bad.output.contains("--metrics-addr"))
 
         worker.signal(SIGTERM)
-        #expect(worker.wait(timeout: .seconds(30)) == 0)
+        for _ in 0..<600 where worker.isRunning { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(worker.wait(timeout: .seconds(1)) == 0)
         #expect(throws: MetricsTestError.self, "the endpoint closes with the process") {
             _ = try MetricsTestConnection(port: port)
         }

@@ -125,7 +125,7 @@ import Glibc
         try expectHealthy(server)
     }
 
-    @Test func connectionsBeyondTheLimitAreRefusedWith503() throws {
+    @Test func connectionsBeyondTheLimitAreRefusedWith503() async throws {
         let server = try makeServer {
             $0.maxConnections = 2
             $0.requestTimeout = .seconds(120)
@@ -139,14 +139,14 @@ import Glibc
         for _ in 0..<50 {
             refused = try? MetricsTestClient.request(port: server.port, "GET", "/healthz")
             if refused?.status == 503 { break }
-            Thread.sleep(forTimeInterval: 0.02)
+            try await Task.sleep(for: .milliseconds(20))
         }
         #expect(refused?.status == 503)
         held.removeAll()  // closes both; the server notices and frees their slots
         var recovered = false
         for _ in 0..<250 where !recovered {
             recovered = (try? MetricsTestClient.request(port: server.port, "GET", "/healthz").status) == 200
-            if !recovered { Thread.sleep(forTimeInterval: 0.02) }
+            if !recovered { try await Task.sleep(for: .milliseconds(20)) }
         }
         #expect(recovered, "slots are freed when clients leave")
     }

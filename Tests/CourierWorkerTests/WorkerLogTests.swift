@@ -30,9 +30,9 @@ import Testing
         let ok = try h.enqueue("/ok")
         let flaky = try h.enqueue("/flaky") { $0.queue = "default" }
         let gone = try h.enqueue("/gone")
-        _ = try h.waitFor(ok, .succeeded)
-        _ = try h.waitFor(flaky, .succeeded)
-        _ = try h.waitFor(gone, .dead)
+        _ = try await h.waitForAsync(ok, .succeeded)
+        _ = try await h.waitForAsync(flaky, .succeeded)
+        _ = try await h.waitForAsync(gone, .dead)
         worker.shutdown()
         await run.value
         transport.shutdown()
@@ -70,7 +70,7 @@ import Testing
         h.server.setBehavior(.respond(status: 410, headers: [], body: ""), forPath: "/gone")
         try h.start()
         let id = try h.enqueue("/gone")
-        _ = try h.waitFor(id, .dead)
+        _ = try await h.waitForAsync(id, .dead)
         await h.stop()
         let line = try #require(h.logLines.all.first { $0.contains("msg=\"job dead-lettered\"") })
         for field in ["job=\(id) ", "queue=default ", "destination=http://127.0.0.1:\(h.server.port) ", "attempt=1 ", "class=client ",
@@ -99,8 +99,8 @@ import Testing
         }
         let invalid = try h.enqueue("/echo") { configure(&$0); $0.expectContentType = "application/json" }
         let failing = try h.enqueue("/fail", configure)
-        let first = try h.waitFor(invalid, .dead)
-        let second = try h.waitFor(failing, .dead)
+        let first = try await h.waitForAsync(invalid, .dead)
+        let second = try await h.waitForAsync(failing, .dead)
         await h.stop()
         #expect(first.deadReason == "invalid_response")
         #expect(second.deadReason == "permanent")

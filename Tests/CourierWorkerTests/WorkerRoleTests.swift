@@ -41,22 +41,22 @@ import Testing
         let flaky = try h.enqueue("/flaky")
         let busy = try h.enqueue("/busy")
         let gone = try h.enqueue("/gone")
-        _ = try h.waitFor(ok, .succeeded)
-        _ = try h.waitFor(flaky, .succeeded)
-        _ = try h.waitFor(busy, .succeeded)
-        #expect(try h.waitFor(gone, .dead).deadReason == "permanent")
+        _ = try await h.waitForAsync(ok, .succeeded)
+        _ = try await h.waitForAsync(flaky, .succeeded)
+        _ = try await h.waitForAsync(busy, .succeeded)
+        #expect(try await h.waitForAsync(gone, .dead).deadReason == "permanent")
 
         // Three failures open the breaker of a destination of its own; a probe closes it again.
         let failing = try (0..<3).map { _ in try h.enqueue("/down") { $0.destination = "role-test"; $0.maxAttempts = 1 } }
-        for id in failing { _ = try h.waitFor(id, .dead) }
-        let opened = h.eventually {
+        for id in failing { _ = try await h.waitForAsync(id, .dead) }
+        let opened = await h.eventuallyAsync {
             (try? h.db.query("select state from courier.breakers where destination = 'role-test'").rows.first?.decode(0, as: String.self)) == "open"
         }
         #expect(opened, "the worker role reports breaker evidence")
         h.server.setBehavior(.json200, forPath: "/down")
         let probe = try h.enqueue("/down") { $0.destination = "role-test" }
-        _ = try h.waitFor(probe, .succeeded)
-        let closed = h.eventually {
+        _ = try await h.waitForAsync(probe, .succeeded)
+        let closed = await h.eventuallyAsync {
             (try? h.db.query("select state from courier.breakers where destination = 'role-test'").rows.first?.decode(0, as: String.self)) == "closed"
         }
         #expect(closed, "the worker role runs the probe and records its result")
@@ -64,15 +64,15 @@ import Testing
         // A running job cancelled by an operator.
         h.server.setBehavior(.slow(delay: .seconds(30), then: .json200), forPath: "/slow")
         let slow = try h.enqueue("/slow")
-        #expect(h.eventually { h.worker.inFlightCount == 1 })
+        #expect(await h.eventuallyAsync { h.worker.inFlightCount == 1 })
         _ = try JobsTable.cancel(ids: [slow], on: h.db)
-        #expect(try h.waitFor(slow, .dead).deadReason == "cancelled")
+        #expect(try await h.waitForAsync(slow, .dead).deadReason == "cancelled")
 
         // Attempt statistics are flushed every few seconds, and the metrics sampler reads as the worker role.
-        #expect(h.eventually(timeout: .seconds(30)) {
+        #expect(await h.eventuallyAsync(timeout: .seconds(30)) {
             (try? h.db.query("select count(*)::bigint from courier.attempt_stats").rows[0].decode(0, as: Int.self)) ?? 0 > 0
         }, "attempt statistics are written")
-        #expect(h.eventually { server.sampler?.status.successes ?? 0 >= 2 })
+        #expect(await h.eventuallyAsync { server.sampler?.status.successes ?? 0 >= 2 })
         #expect(server.sampler?.status.failures == 0)
         #expect(try MetricsTestClient.request(port: server.port, "GET", "/readyz").status == 200)
 
