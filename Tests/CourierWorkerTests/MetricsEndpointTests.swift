@@ -69,7 +69,9 @@ import Glibc
             page.value("courier_queue_depth", ["queue": "metrics_later", "state": "available"]) == 1
                 && page.value("courier_breakers", ["state": "open"]) == 1
                 && page.value("courier_dead_letters_pending", ["reason": "permanent"]) == 1
-                && (page.value("courier_ack_latency_seconds_count") ?? 0) >= 1
+                && (page.value("courier_acked_jobs_total") ?? 0) >= 4
+                // Counted just after the result is queued, so possibly after the database shows it.
+                && page.value("courier_dead_letters_total", ["reason": "permanent"]) == 1
         }
         #expect(after.value("courier_attempts_total", ["class": "success"]) == 2)
         #expect(after.value("courier_attempts_total", ["class": "server"]) == 1)
@@ -104,7 +106,8 @@ import Glibc
         defer { server.stop() }
         #expect(try MetricsTestClient.request(port: server.port, "GET", "/readyz").status == 200)
         let slow = try h.enqueue("/slow")
-        #expect(await h.eventuallyAsync { h.worker.inFlightCount == 1 })
+        // The request has reached the server: the job has started (claimed alone is not enough).
+        #expect(await h.eventuallyAsync { h.server.requestCount(path: "/slow") == 1 })
         h.worker.shutdown()
         let during = try MetricsTestClient.request(port: server.port, "GET", "/readyz")
         #expect(during.status == 503)

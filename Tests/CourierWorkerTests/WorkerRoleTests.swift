@@ -64,7 +64,8 @@ import Testing
         // A running job cancelled by an operator.
         h.server.setBehavior(.slow(delay: .seconds(30), then: .json200), forPath: "/slow")
         let slow = try h.enqueue("/slow")
-        #expect(await h.eventuallyAsync { h.worker.inFlightCount == 1 })
+        // The request has reached the server: the job has started (claimed alone is not enough).
+        #expect(await h.eventuallyAsync { h.server.requestCount(path: "/slow") == 1 })
         _ = try JobsTable.cancel(ids: [slow], on: h.db)
         #expect(try await h.waitForAsync(slow, .dead).deadReason == "cancelled")
 
