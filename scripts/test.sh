@@ -27,3 +27,8 @@ export COURIER_BIN_DIR="$bin"
 # need the cooperative thread pool (two threads on a two-core machine), which other
 # suites' long synchronous tests would otherwise hold. Serial, the suite takes ~2-3 min.
 swift test --skip-build --no-parallel "$@"
+
+# The deployment files (Kubernetes, systemd, Docker, Prometheus) are validated offline.
+if [ $# -eq 0 ]; then
+    scripts/validate-deploy.sh
+fi

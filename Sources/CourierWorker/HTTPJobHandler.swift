@@ -21,7 +21,32 @@ public struct HTTPJobHandler: JobHandler {
         case .failure(let refusal): return OutcomeClassifier.classify(.blocked(refusal.message), expectContentType: nil, now: Date())
         }
         let outcome = await transport.send(request)
-        return OutcomeClassifier.classify(outcome, expectContentType: job.expectContentType, now: Date())
+        var classification = OutcomeClassifier.classify(outcome, expectContentType: job.expectContentType, now: Date())
+        // A server may echo credentials back (e.g. in a body excerpt): keep them out of logs and stored errors.
+        let referenced = secretHeaderNames(job)
+        classification.message = Self.scrub(classification.message, secrets: request.headers.compactMap { header in
+            Redaction.isSensitiveHeader(header.name) || referenced.contains(header.name) ? header.value : nil
+        })
+        return classification
+    }
+
+    /// Replaces every occurrence of the given values (of 4 or more characters) by the redaction placeholder.
+    static func scrub(_ text: String, secrets: [String]) -> String {
+        var result = text
+        for secret in secrets.sorted(by: { $0.count > $1.count }) where secret.count >= 4 {
+            result = result.replacingOccurrences(of: secret, with: Redaction.placeholder)
+            // Also the parts of "Bearer xyz" or "a=b; c=d" that could be echoed alone.
+            for part in secret.split(whereSeparator: { $0 == " " || $0 == ";" || $0 == "=" || $0 == "," }) where part.count >= 8 {
+                result = result.replacingOccurrences(of: part, with: Redaction.placeholder)
+            }
+        }
+        return result
+    }
+
+    /// Names of the headers whose values come from `{"secret": NAME}` references.
+    func secretHeaderNames(_ job: ClaimedJob) -> Set<String> {
+        let stored = (try? JSONSerialization.jsonObject(with: Data(job.headersJSON.utf8))) as? [String: Any] ?? [:]
+        return Set(stored.compactMap { name, value in (value as? [String: Any])?["secret"] != nil ? name : nil })
     }
 
     struct Refusal: Error { var message: String }

@@ -23,7 +23,8 @@ public struct SecretResolver: Sendable {
         guard let directory, !name.contains("/"), !name.hasPrefix(".") else { return nil }
         guard let data = FileManager.default.contents(atPath: directory + "/" + name) else { return nil }
         var text = String(decoding: data, as: UTF8.self)
-        while text.hasSuffix("\n") || text.hasSuffix("\r") { text.removeLast() }
+        // By scalar: "\r\n" is one Character, which hasSuffix("\n") does not match.
+        while let last = text.unicodeScalars.last, last == "\n" || last == "\r" { text.unicodeScalars.removeLast() }
         return text
     }
 }

@@ -433,7 +433,8 @@ public final class Worker: @unchecked Sendable {
                                                                  worker: self.id.uuidString.lowercased(), on: $0) }
                 continue
             }
-            logger.info("breaker half-open; probing", [("destination", destination), ("job", job.id), ("generation", won.0)])
+            logger.info("breaker half-open; probing", [("job", job.id), ("queue", job.queue), ("destination", destination),
+                                                        ("attempt", job.attempt), ("class", "none"), ("generation", won.0)])
             start([job], probeGeneration: won.0)
         }
     }

@@ -4,42 +4,83 @@ import Foundation
 /// In-process counters for the `/metrics` endpoint and the benchmarks.
 /// Fleet-wide figures live in the database; these describe this process.
 public final class WorkerMetrics: @unchecked Sendable {
+    /// Counts of observations by upper bound, Prometheus style (the last bucket is +Inf).
+    public struct Histogram: Sendable, Equatable {
+        /// Upper bounds, ascending, without +Inf.
+        public let bounds: [Double]
+        /// Observations per bucket (not cumulative); one more than `bounds` for +Inf.
+        private(set) var counts: [Int]
+        public private(set) var sum: Double = 0
+        public private(set) var count = 0
+
+        public init(bounds: [Double]) {
+            precondition(bounds == bounds.sorted(), "histogram bounds must ascend")
+            self.bounds = bounds
+            self.counts = [Int](repeating: 0, count: bounds.count + 1)
+        }
+
+        public mutating func observe(_ value: Double) {
+            let index = bounds.firstIndex { value <= $0 } ?? bounds.count
+            counts[index] += 1
+            sum += value
+            count += 1
+        }
+
+        /// Cumulative counts per upper bound, ending with +Inf (which equals `count`).
+        public var cumulative: [(le: Double, count: Int)] {
+            var running = 0
+            var result: [(le: Double, count: Int)] = []
+            for (index, bound) in (bounds + [.infinity]).enumerated() {
+                running += counts[index]
+                result.append((bound, running))
+            }
+            return result
+        }
+    }
+
     private let lock = NSLock()
-    private(set) var attemptsByClass: [String: Int] = [:]
-    private(set) var succeeded = 0
-    private(set) var succeededAfterRetry = 0
-    private(set) var retries = 0
-    private(set) var deadLettersByReason: [String: Int] = [:]
-    private(set) var claimBatches = 0
-    private(set) var claimedJobs = 0
-    private(set) var ackFlushes = 0
-    private(set) var ackedJobs = 0
-    private(set) var ackLatencyTotal: Duration = .zero
-    private(set) var rescuedRequeued = 0
-    private(set) var rescuedDeadLettered = 0
-    /// Retry delays in seconds, bucketed by upper bound.
-    static let retryDelayBuckets: [Double] = [1, 5, 15, 60, 300, 900, 3600]
-    private(set) var retryDelayCounts = [Int](repeating: 0, count: retryDelayBuckets.count + 1)
-    private(set) var retryDelaySum: Double = 0
+    private var attemptsByClass: [String: Int] = [:]
+    private var succeeded = 0
+    private var succeededAfterRetry = 0
+    private var retries = 0
+    private var deadLettersByReason: [String: Int] = [:]
+    private var claimBatches = Histogram(bounds: WorkerMetrics.claimBatchBounds)
+    private var ackFlushes = Histogram(bounds: WorkerMetrics.ackLatencyBounds)
+    private var ackedJobs = 0
+    private var rescuedRequeued = 0
+    private var rescuedDeadLettered = 0
+    private var retryDelays = Histogram(bounds: WorkerMetrics.retryDelayBounds)
+
+    /// Retry delays in seconds.
+    public static let retryDelayBounds: [Double] = [1, 5, 15, 60, 300, 900, 3600]
+    /// Jobs per non-empty claim.
+    public static let claimBatchBounds: [Double] = [1, 2, 5, 10, 20, 50, 100, 200, 500]
+    /// Seconds one acknowledgement flush (one batch write) took.
+    public static let ackLatencyBounds: [Double] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10]
 
     public init() {}
 
     public struct Snapshot: Sendable, Equatable {
+        /// Attempts by result: `success` or the error class.
         public var attemptsByClass: [String: Int]
         public var succeeded: Int
         public var succeededAfterRetry: Int
         public var retries: Int
         public var deadLettersByReason: [String: Int]
+        /// Non-empty claims.
         public var claimBatches: Int
         public var claimedJobs: Int
+        public var claimBatchSizes: Histogram
         public var ackFlushes: Int
         public var ackedJobs: Int
         public var ackLatencySeconds: Double
+        public var ackLatency: Histogram
         public var rescuedRequeued: Int
         public var rescuedDeadLettered: Int
-        public var retryDelayBuckets: [(le: Double, count: Int)]
-        public var retryDelayCount: Int
-        public var retryDelaySum: Double
+        public var retryDelays: Histogram
+        public var retryDelayBuckets: [(le: Double, count: Int)] { retryDelays.cumulative }
+        public var retryDelayCount: Int { retryDelays.count }
+        public var retryDelaySum: Double { retryDelays.sum }
 
         public static func == (a: Snapshot, b: Snapshot) -> Bool {
             a.attemptsByClass == b.attemptsByClass && a.succeeded == b.succeeded && a.retries == b.retries
@@ -49,21 +90,12 @@ public final class WorkerMetrics: @unchecked Sendable {
 
     public func snapshot() -> Snapshot {
         lock.withLock {
-            var cumulative = 0
-            var buckets: [(Double, Int)] = []
-            for (index, bound) in Self.retryDelayBuckets.enumerated() {
-                cumulative += retryDelayCounts[index]
-                buckets.append((bound, cumulative))
-            }
-            cumulative += retryDelayCounts.last ?? 0
-            buckets.append((.infinity, cumulative))
-            return Snapshot(
+            Snapshot(
                 attemptsByClass: attemptsByClass, succeeded: succeeded, succeededAfterRetry: succeededAfterRetry,
-                retries: retries, deadLettersByReason: deadLettersByReason, claimBatches: claimBatches,
-                claimedJobs: claimedJobs, ackFlushes: ackFlushes, ackedJobs: ackedJobs,
-                ackLatencySeconds: Double(ackLatencyTotal.milliseconds) / 1000, rescuedRequeued: rescuedRequeued,
-                rescuedDeadLettered: rescuedDeadLettered, retryDelayBuckets: buckets, retryDelayCount: cumulative,
-                retryDelaySum: retryDelaySum)
+                retries: retries, deadLettersByReason: deadLettersByReason, claimBatches: claimBatches.count,
+                claimedJobs: Int(claimBatches.sum), claimBatchSizes: claimBatches, ackFlushes: ackFlushes.count,
+                ackedJobs: ackedJobs, ackLatencySeconds: ackFlushes.sum, ackLatency: ackFlushes,
+                rescuedRequeued: rescuedRequeued, rescuedDeadLettered: rescuedDeadLettered, retryDelays: retryDelays)
         }
     }
 
@@ -83,9 +115,7 @@ public final class WorkerMetrics: @unchecked Sendable {
         let seconds = Double(delay.milliseconds) / 1000
         lock.withLock {
             retries += 1
-            retryDelaySum += seconds
-            let index = Self.retryDelayBuckets.firstIndex { seconds <= $0 } ?? Self.retryDelayBuckets.count
-            retryDelayCounts[index] += 1
+            retryDelays.observe(seconds)
         }
     }
 
@@ -95,17 +125,14 @@ public final class WorkerMetrics: @unchecked Sendable {
 
     func recordClaim(batch: Int) {
         guard batch > 0 else { return }
-        lock.withLock {
-            claimBatches += 1
-            claimedJobs += batch
-        }
+        lock.withLock { claimBatches.observe(Double(batch)) }
     }
 
     func recordAckFlush(count: Int, latency: Duration) {
+        let seconds = Double(latency.components.seconds) + Double(latency.components.attoseconds) / 1e18
         lock.withLock {
-            ackFlushes += 1
+            ackFlushes.observe(seconds)
             ackedJobs += count
-            ackLatencyTotal += latency
         }
     }
 

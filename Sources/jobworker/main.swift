@@ -9,9 +9,11 @@ let environment = ProcessInfo.processInfo.environment
 let command = CommandLineParser.parseOrExit(root: JobworkerCommand.spec, environment: environment)
 
 let configuration: WorkerConfiguration
+let metricsAddress: MetricsServerAddress?
 do {
     configuration = try WorkerOptions.configuration(from: command, environment: environment)
     try configuration.validate()
+    metricsAddress = try configuration.metricsAddress.map { text throws(ValidationError) in try MetricsServerAddress(parsing: text) }
 } catch let error as UsageError {
     CommandLineParser.exitWithUsageError(error)
 } catch let error as ValidationError {
@@ -40,8 +42,24 @@ let worker = Worker(
     httpHandler: HTTPJobHandler(transport: transport,
                                 secrets: SecretResolver(environment: environment, directory: configuration.secretsDirectory)),
     logger: logger)
+
+// The endpoint is bound before the worker starts: a taken port stops the process at once.
+var metricsServer: MetricsServer?
+if let metricsAddress {
+    do {
+        let server = try MetricsServer.start(for: worker, address: metricsAddress, logger: logger)
+        logger.info("metrics endpoint listening", [("addr", MetricsServerAddress(host: metricsAddress.host, port: server.port).description)])
+        metricsServer = server
+    } catch {
+        logger.error("cannot start the metrics endpoint", [("addr", metricsAddress.description), ("error", error.description)])
+        transport.shutdown()
+        exit(1)
+    }
+}
+
 let signals = ShutdownSignals { _ in worker.shutdown() }
 await worker.run()
+metricsServer?.stop()
 transport.shutdown()
 withExtendedLifetime(signals) {}
 exit(0)

@@ -1,0 +1,156 @@
+extension MetricsServer {
+    /// A parsed request head. The server only looks at the method and the path.
+    public struct Request: Sendable, Equatable {
+        public var method: String
+        /// The path without its query string.
+        public var path: String
+        /// The query string, without `?`, when there is one.
+        public var query: String?
+        /// `HTTP/1.0` or `HTTP/1.1`.
+        public var version: String
+    }
+
+    /// What the handler answers. The server adds Content-Length, Connection: close
+    /// and Cache-Control.
+    public struct Response: Sendable, Equatable {
+        public var status: Int
+        public var contentType: String
+        public var body: [UInt8]
+        /// Extra header lines, e.g. `("Allow", "GET, HEAD")`.
+        public var headers: [Header]
+
+        public struct Header: Sendable, Equatable {
+            public var name: String
+            public var value: String
+            public init(_ name: String, _ value: String) { self.name = name; self.value = value }
+        }
+
+        public init(status: Int, contentType: String = "text/plain; charset=utf-8", body: [UInt8], headers: [Header] = []) {
+            self.status = status
+            self.contentType = contentType
+            self.body = body
+            self.headers = headers
+        }
+
+        public init(status: Int, text: String, headers: [Header] = []) {
+            self.init(status: status, body: Array(text.utf8), headers: headers)
+        }
+
+        /// The status line, headers and body as sent (the body left out for HEAD).
+        func serialized(includeBody: Bool = true) -> [UInt8] {
+            var head = "HTTP/1.1 \(status) \(Self.reason(for: status))\r\n"
+            head += "Content-Type: \(contentType)\r\n"
+            head += "Content-Length: \(body.count)\r\n"
+            head += "Cache-Control: no-store\r\n"
+            for header in headers { head += "\(header.name): \(header.value)\r\n" }
+            head += "Connection: close\r\n\r\n"
+            return Array(head.utf8) + (includeBody ? body : [])
+        }
+
+        static func reason(for status: Int) -> String {
+            switch status {
+            case 200: "OK"
+            case 400: "Bad Request"
+            case 404: "Not Found"
+            case 405: "Method Not Allowed"
+            case 408: "Request Timeout"
+            case 431: "Request Header Fields Too Large"
+            case 500: "Internal Server Error"
+            case 503: "Service Unavailable"
+            case 505: "HTTP Version Not Supported"
+            default: "Status"
+            }
+        }
+    }
+
+    /// The state of a request head read so far.
+    enum HeadParse: Equatable {
+        /// No blank line yet and still within the size limit: read more.
+        case incomplete
+        /// Complete and well formed.
+        case request(Request)
+        /// Answer with this status and close (400, 431, 505).
+        case reject(status: Int, message: String)
+    }
+
+    /// Parses the bytes received so far. Pure: the server feeds it every time more arrives.
+    /// Lines may end in CRLF or a bare LF; the head ends at the first empty line.
+    static func parseHead(_ bytes: [UInt8], maxHeaderBytes: Int) -> HeadParse {
+        let tooLarge = HeadParse.reject(status: 431, message: "request header larger than \(maxHeaderBytes) bytes")
+        guard let end = headEnd(bytes) else {
+            // A bad request line is refused as soon as it is complete, without waiting for the rest.
+            if let newline = bytes.firstIndex(of: UInt8(ascii: "\n")),
+               case .failure(let reject) = parseRequestLine(trimCR(bytes[..<newline])) {
+                return reject.parse
+            }
+            return bytes.count > maxHeaderBytes ? tooLarge : .incomplete
+        }
+        if end > maxHeaderBytes { return tooLarge }
+        var lines = bytes[..<end].split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).map(trimCR)
+        while lines.last?.isEmpty == true { lines.removeLast() }
+        guard let requestLine = lines.first else { return .reject(status: 400, message: "empty request line") }
+        let request: Request
+        switch parseRequestLine(requestLine) {
+        case .success(let parsed): request = parsed
+        case .failure(let reject): return reject.parse
+        }
+        for line in lines.dropFirst() {
+            // Lines without a colon, and obs-fold continuation lines, are refused.
+            guard let colon = line.firstIndex(of: UInt8(ascii: ":")), colon != line.startIndex,
+                  line.first != UInt8(ascii: " "), line.first != UInt8(ascii: "\t") else {
+                return .reject(status: 400, message: "malformed header line")
+            }
+        }
+        return .request(request)
+    }
+
+    struct Rejection: Error {
+        var status: Int
+        var message: String
+        var parse: HeadParse { .reject(status: status, message: message) }
+    }
+
+    /// `METHOD /path[?query] HTTP/1.x`.
+    static func parseRequestLine(_ line: ArraySlice<UInt8>) -> Result<Request, Rejection> {
+        if line.isEmpty { return .failure(Rejection(status: 400, message: "empty request line")) }
+        let parts = line.split(separator: UInt8(ascii: " "), omittingEmptySubsequences: false)
+        guard parts.count == 3 else {
+            return .failure(Rejection(status: 400, message: "the request line must be METHOD PATH HTTP/1.1"))
+        }
+        let method = parts[0], target = parts[1], version = parts[2]
+        guard !method.isEmpty, method.count <= 16,
+              method.allSatisfy({ (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) }) else {
+            return .failure(Rejection(status: 400, message: "bad method"))
+        }
+        guard target.first == UInt8(ascii: "/"), target.count <= 2048, target.allSatisfy({ $0 > 0x20 && $0 < 0x7f }) else {
+            return .failure(Rejection(status: 400, message: "bad request target"))
+        }
+        let versionText = String(decoding: version, as: UTF8.self)
+        guard versionText.count == 8, versionText.hasPrefix("HTTP/") else {
+            return .failure(Rejection(status: 400, message: "bad HTTP version"))
+        }
+        guard versionText == "HTTP/1.1" || versionText == "HTTP/1.0" else {
+            return .failure(Rejection(status: 505, message: "only HTTP/1.0 and HTTP/1.1 are served"))
+        }
+        let targetText = String(decoding: target, as: UTF8.self)
+        let split = targetText.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
+        return .success(Request(method: String(decoding: method, as: UTF8.self), path: String(split[0]),
+                                query: split.count > 1 ? String(split[1]) : nil, version: versionText))
+    }
+
+    private static func trimCR(_ line: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
+        line.last == UInt8(ascii: "\r") ? line.dropLast() : line
+    }
+
+    /// The index just past the blank line that ends the head, if it arrived.
+    static func headEnd(_ bytes: [UInt8]) -> Int? {
+        var index = 0
+        while let newline = bytes[index...].firstIndex(of: UInt8(ascii: "\n")) {
+            let next = newline + 1
+            if next < bytes.count, bytes[next] == UInt8(ascii: "\n") { return next + 1 }
+            if next + 1 < bytes.count, bytes[next] == UInt8(ascii: "\r"), bytes[next + 1] == UInt8(ascii: "\n") { return next + 2 }
+            index = next
+        }
+        return nil
+    }
+}

@@ -1,0 +1,335 @@
+import CourierCore
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A small HTTP/1.1 server for `/metrics`, `/healthz` and `/readyz`, on BSD sockets.
+///
+/// One thread multiplexes every connection with `poll`, so slow or stuck clients
+/// hold no thread and cannot delay the others. It stays up against bad clients:
+/// the request head must arrive within ``Limits/requestTimeout`` (else 408), be at
+/// most ``Limits/maxHeaderBytes`` (else 431) and be well formed (else 400); at most
+/// ``Limits/maxConnections`` are held at once (more are answered 503); every
+/// response ends the connection (`Connection: close`). Writes never raise SIGPIPE.
+///
+/// The handler runs on the server thread and must be quick and never block on I/O:
+/// it should only read values already in memory.
+public final class MetricsServer: @unchecked Sendable {
+    /// Limits that protect the server from slow and malformed clients.
+    public struct Limits: Sendable {
+        /// The whole request head must arrive within this. Default 5 s.
+        public var requestTimeout: Duration = .seconds(5)
+        /// Sending a response must finish within this. Default 10 s.
+        public var writeTimeout: Duration = .seconds(10)
+        /// The largest request head accepted. Default 8 KiB.
+        public var maxHeaderBytes = 8192
+        /// Connections held at once; further ones get 503 and are closed. Default 64.
+        public var maxConnections = 64
+
+        public init() {}
+    }
+
+    /// Answers one request; runs on the server thread.
+    public typealias Handler = @Sendable (Request) -> Response
+
+    public let address: MetricsServerAddress
+    public let limits: Limits
+    private let handler: Handler
+
+    private let lock = NSLock()
+    private var listener: Int32 = -1
+    private var wakeRead: Int32 = -1
+    private var wakeWrite: Int32 = -1
+    private var boundPort = 0
+    private var started = false
+    private var stopping = false
+    private var stopHooks: [@Sendable () -> Void] = []
+    private let finished = DispatchSemaphore(value: 0)
+
+    public init(address: MetricsServerAddress, limits: Limits = Limits(), handler: @escaping Handler) {
+        self.address = address
+        self.limits = limits
+        self.handler = handler
+    }
+
+    /// The database sampler of a worker's endpoint (see ``start(for:address:logger:limits:sampleInterval:)``).
+    public var sampler: MetricsServerSampler? {
+        get { lock.withLock { samplerStorage } }
+        set { lock.withLock { samplerStorage = newValue } }
+    }
+    private var samplerStorage: MetricsServerSampler?
+
+    /// The port actually bound (differs from the address's when it asked for port 0).
+    public var port: Int { lock.withLock { boundPort } }
+
+    /// Registers work to do when the server stops (e.g. stopping a sampler).
+    public func onStop(_ hook: @escaping @Sendable () -> Void) {
+        lock.withLock { stopHooks.append(hook) }
+    }
+
+    /// Binds, listens and starts the server thread. Throws when the address cannot be bound.
+    public func start() throws(MetricsServerError) {
+        let already = lock.withLock { () -> Bool in
+            defer { started = true }
+            return started
+        }
+        if already { throw MetricsServerError(.alreadyStarted, address: address.description, reason: "") }
+        let socket = try Self.bind(address)
+        var pipeEnds: [Int32] = [-1, -1]
+        guard pipe(&pipeEnds) == 0 else {
+            let reason = Self.errnoText()
+            close(socket.fd)
+            throw MetricsServerError(.bind, address: address.description, reason: "pipe: \(reason)")
+        }
+        pipeEnds.forEach(Self.makeNonBlocking)
+        let (readEnd, writeEnd) = (pipeEnds[0], pipeEnds[1])
+        lock.withLock {
+            listener = socket.fd
+            boundPort = socket.port
+            wakeRead = readEnd
+            wakeWrite = writeEnd
+        }
+        let thread = Thread { [self] in
+            serve(listener: socket.fd, wake: readEnd)
+            finished.signal()
+        }
+        thread.name = "courier-metrics"
+        thread.stackSize = 1 << 20
+        thread.start()
+    }
+
+    /// Stops accepting, closes every connection, waits for the server thread, and runs the stop hooks.
+    public func stop() {
+        let (wasRunning, wake, hooks) = lock.withLock { () -> (Bool, Int32, [@Sendable () -> Void]) in
+            let running = started && !stopping && listener >= 0
+            stopping = true
+            defer { stopHooks.removeAll() }
+            return (running, wakeWrite, stopHooks)
+        }
+        if wasRunning {
+            var byte: UInt8 = 1
+            _ = write(wake, &byte, 1)
+            _ = finished.wait(timeout: .now() + 10)
+            lock.withLock {
+                close(wakeRead)
+                close(wakeWrite)
+                wakeRead = -1
+                wakeWrite = -1
+                listener = -1
+            }
+        }
+        hooks.forEach { $0() }
+    }
+
+    private var isStopping: Bool { lock.withLock { stopping } }
+
+    // MARK: - The event loop
+
+    private struct Connection {
+        enum Phase { case reading, writing, draining }
+        let fd: Int32
+        var phase = Phase.reading
+        var input: [UInt8] = []
+        var output: [UInt8] = []
+        var sent = 0
+        /// Bytes read and thrown away after the response (a lingering close).
+        var drained = 0
+        var deadline: ContinuousClock.Instant
+    }
+
+    /// After answering, the server half-closes and reads what the client still sends
+    /// for at most this long, so closing never resets the connection before the
+    /// client has read the answer.
+    static let lingerTime: Duration = .seconds(2)
+    static let lingerBytes = 1 << 20
+
+    private func serve(listener: Int32, wake: Int32) {
+        var connections: [Int32: Connection] = [:]
+        defer {
+            for fd in connections.keys { close(fd) }
+            close(listener)
+        }
+        while !isStopping {
+            var fds = [pollfd(fd: wake, events: Int16(POLLIN), revents: 0),
+                       pollfd(fd: listener, events: Int16(POLLIN), revents: 0)]
+            for connection in connections.values {
+                fds.append(pollfd(fd: connection.fd, events: Int16(connection.phase == .writing ? POLLOUT : POLLIN), revents: 0))
+            }
+            let now = ContinuousClock.now
+            let nearest = connections.values.map(\.deadline).min()
+            let wait = nearest.map { Int32(max(0, min(1000, ($0 - now).milliseconds + 1))) } ?? 1000
+            let ready = poll(&fds, nfds_t(fds.count), wait)
+            if ready < 0 && errno != EINTR { break }
+            if fds[0].revents != 0 {
+                var drain = [UInt8](repeating: 0, count: 16)
+                _ = read(wake, &drain, drain.count)
+                if isStopping { break }
+            }
+            if fds[1].revents & Int16(POLLIN) != 0 {
+                acceptAll(listener, into: &connections)
+            }
+            for entry in fds.dropFirst(2) where entry.revents != 0 {
+                guard var connection = connections[entry.fd] else { continue }
+                let keep = switch connection.phase {
+                case .reading: receive(&connection)
+                case .writing: flush(&connection)
+                case .draining: drain(&connection)
+                }
+                if keep {
+                    connections[entry.fd] = connection
+                } else {
+                    close(connection.fd)
+                    connections[entry.fd] = nil
+                }
+            }
+            let later = ContinuousClock.now
+            for (fd, connection) in connections where connection.deadline <= later {
+                if connection.phase == .reading {
+                    // Best effort: tell the slow client why, then hang up.
+                    let bytes = Response(status: 408, text: "request timeout\n").serialized()
+                    _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT)) }
+                }
+                close(fd)
+                connections[fd] = nil
+            }
+        }
+    }
+
+    private func acceptAll(_ listener: Int32, into connections: inout [Int32: Connection]) {
+        while true {
+            let fd = accept(listener, nil, nil)
+            if fd < 0 { return }  // EAGAIN: nothing more waiting (or a transient error: try at the next poll)
+            Self.makeNonBlocking(fd)
+            if connections.count >= limits.maxConnections {
+                let bytes = Response(status: 503, text: "too many connections\n").serialized()
+                _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT)) }
+                shutdown(fd, Int32(SHUT_WR))
+                close(fd)
+                continue
+            }
+            connections[fd] = Connection(fd: fd, deadline: ContinuousClock.now + limits.requestTimeout)
+        }
+    }
+
+    /// Reads what arrived; once the head is complete (or refused) the response is prepared.
+    /// Returns false when the connection should be closed.
+    private func receive(_ connection: inout Connection) -> Bool {
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        let room = min(chunk.count, limits.maxHeaderBytes + 1 - connection.input.count)
+        let count = room > 0 ? recv(connection.fd, &chunk, room, Int32(MSG_DONTWAIT)) : 0
+        if count < 0 {
+            return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR
+        }
+        if count == 0 && room > 0 { return false }  // the client went away
+        connection.input += chunk[..<count]
+        let response: Response
+        var includeBody = true
+        switch Self.parseHead(connection.input, maxHeaderBytes: limits.maxHeaderBytes) {
+        case .incomplete:
+            return true
+        case .reject(let status, let message):
+            response = Response(status: status, text: message + "\n")
+        case .request(let request):
+            response = handler(request)
+            includeBody = request.method != "HEAD"
+        }
+        connection.output = response.serialized(includeBody: includeBody)
+        connection.input = []
+        connection.sent = 0
+        connection.phase = .writing
+        connection.deadline = ContinuousClock.now + limits.writeTimeout
+        return flush(&connection)
+    }
+
+    /// Sends as much of the response as the socket takes; once all is sent, half-closes
+    /// and starts draining. Returns false when the connection failed.
+    private func flush(_ connection: inout Connection) -> Bool {
+        while connection.sent < connection.output.count {
+            let sent = connection.output.withUnsafeBytes { buffer in
+                send(connection.fd, buffer.baseAddress! + connection.sent, buffer.count - connection.sent,
+                     Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT))
+            }
+            if sent < 0 {
+                return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR
+            }
+            connection.sent += sent
+        }
+        shutdown(connection.fd, Int32(SHUT_WR))
+        connection.output = []
+        connection.phase = .draining
+        connection.deadline = ContinuousClock.now + Self.lingerTime
+        return true
+    }
+
+    /// Reads and discards until the client closes. Returns false when it has (or sent too much).
+    private func drain(_ connection: inout Connection) -> Bool {
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        let count = recv(connection.fd, &chunk, chunk.count, Int32(MSG_DONTWAIT))
+        if count < 0 { return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR }
+        connection.drained += count
+        return count > 0 && connection.drained <= Self.lingerBytes
+    }
+
+    // MARK: - Binding
+
+    private static func bind(_ address: MetricsServerAddress) throws(MetricsServerError) -> (fd: Int32, port: Int) {
+        var hints = addrinfo()
+        hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV
+        hints.ai_family = address.host == nil ? AF_INET : AF_UNSPEC
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var list: UnsafeMutablePointer<addrinfo>?
+        let status = getaddrinfo(address.host, String(address.port), &hints, &list)
+        guard status == 0, let first = list else {
+            throw MetricsServerError(.resolve, address: address.description, reason: String(cString: gai_strerror(status)))
+        }
+        defer { freeaddrinfo(list) }
+        var lastError = "no usable address"
+        var candidate: UnsafeMutablePointer<addrinfo>? = first
+        while let info = candidate {
+            candidate = info.pointee.ai_next
+            let fd = socket(info.pointee.ai_family, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue | SOCK_NONBLOCK.rawValue), 0)
+            if fd < 0 { lastError = errnoText(); continue }
+            var one: Int32 = 1
+            _ = setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+            guard Glibc.bind(fd, info.pointee.ai_addr, info.pointee.ai_addrlen) == 0, listen(fd, 128) == 0 else {
+                lastError = errnoText()
+                close(fd)
+                continue
+            }
+            return (fd, localPort(fd) ?? address.port)
+        }
+        throw MetricsServerError(.bind, address: address.description, reason: lastError)
+    }
+
+    private static func localPort(_ fd: Int32) -> Int? {
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let ok = withUnsafeMutablePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) == 0 }
+        }
+        guard ok else { return nil }
+        switch Int32(storage.ss_family) {
+        case AF_INET:
+            return withUnsafePointer(to: &storage) {
+                $0.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { Int(UInt16(bigEndian: $0.pointee.sin_port)) }
+            }
+        case AF_INET6:
+            return withUnsafePointer(to: &storage) {
+                $0.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { Int(UInt16(bigEndian: $0.pointee.sin6_port)) }
+            }
+        default:
+            return nil
+        }
+    }
+
+    /// O_NONBLOCK and FD_CLOEXEC on a descriptor.
+    static func makeNonBlocking(_ fd: Int32) {
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+        _ = fcntl(fd, F_SETFD, fcntl(fd, F_GETFD) | FD_CLOEXEC)
+    }
+
+    static func errnoText() -> String {
+        String(cString: strerror(errno))
+    }
+}

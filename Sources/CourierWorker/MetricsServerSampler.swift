@@ -1,0 +1,156 @@
+import CourierStore
+import Foundation
+import Postgres
+
+/// Samples fleet-wide figures (queue depth, breakers, dead letters, live workers)
+/// from the database for `/metrics`, on its own thread and its own connection,
+/// at most once per interval. Requests never wait for the database: they read the
+/// last sample, and its age is exported so a stale sample is visible.
+public final class MetricsServerSampler: @unchecked Sendable {
+    /// One reading of the database.
+    public struct Sample: Sendable {
+        public var takenAt: Date
+        public var queueDepths: [StatsQueries.QueueDepth]
+        /// Dead letters not yet replayed, by reason.
+        public var deadLetters: [String: Int]
+        /// Breakers per state.
+        public var breakerStates: [String: Int]
+        /// Breakers that are not closed, with how long they have been in their state.
+        public var openBreakers: [OpenBreaker]
+        /// Breaker transitions recorded in `courier.breaker_events`, by from and to state.
+        public var breakerTransitions: [Transition]
+        /// Workers with a recent heartbeat that are not shutting down.
+        public var liveWorkers: Int
+    }
+
+    public struct OpenBreaker: Sendable, Equatable {
+        public var destination: String
+        public var state: String
+        public var seconds: Double
+    }
+
+    public struct Transition: Sendable, Equatable {
+        public var from: String
+        public var to: String
+        public var count: Int
+    }
+
+    /// The latest sample and how sampling has gone.
+    public struct Status: Sendable {
+        public var latest: Sample?
+        public var successes = 0
+        public var failures = 0
+    }
+
+    /// The most breakers exported one by one (the rest are only counted per state).
+    static let openBreakerLimit = 200
+
+    private let database: PostgresConfiguration
+    private let interval: Duration
+    private let logger: Logger
+    private let lock = NSLock()
+    private var current = Status()
+    private var stopping = false
+    private var started = false
+    private let wake = ThreadSignal()
+    private let finished = DispatchSemaphore(value: 0)
+
+    /// - Parameter interval: the time between samples. Default 5 s.
+    public init(database: PostgresConfiguration, interval: Duration = .seconds(5), logger: Logger) {
+        var configuration = database
+        configuration.applicationName = "courier-metrics"
+        self.database = configuration
+        self.interval = interval
+        self.logger = logger
+    }
+
+    public var status: Status { lock.withLock { current } }
+
+    /// Starts the sampling thread; the first sample is taken at once.
+    public func start() {
+        guard lock.withLock({ () -> Bool in defer { started = true }; return !started }) else { return }
+        let thread = Thread { [self] in
+            loop()
+            finished.signal()
+        }
+        thread.name = "courier-metrics-sampler"
+        thread.stackSize = 1 << 20
+        thread.start()
+    }
+
+    /// Stops sampling. Waits a little for a query in progress; never longer than 5 s.
+    public func stop() {
+        let wasStarted = lock.withLock { () -> Bool in
+            defer { stopping = true }
+            return started && !stopping
+        }
+        guard wasStarted else { return }
+        wake.signal()
+        _ = finished.wait(timeout: .now() + 5)
+    }
+
+    private var isStopping: Bool { lock.withLock { stopping } }
+
+    private func loop() {
+        var connection: PostgresConnection?
+        var failing = false
+        defer { connection?.close() }
+        while !isStopping {
+            do {
+                if connection == nil || connection?.isConnected == false {
+                    connection?.close()
+                    let fresh = try PostgresConnection.connect(database)
+                    // A sample must never hang behind a lock for long.
+                    try fresh.simpleQuery("set statement_timeout = '10s'")
+                    connection = fresh
+                }
+                let sample = try Self.sample(on: connection!)
+                lock.withLock {
+                    current.latest = sample
+                    current.successes += 1
+                }
+                if failing {
+                    failing = false
+                    logger.info("metrics sampling works again")
+                }
+            } catch {
+                connection?.close()
+                connection = nil
+                lock.withLock { current.failures += 1 }
+                if !failing {
+                    failing = true
+                    logger.warning("metrics sampling failed; serving the last sample", [("error", "\(error)")])
+                }
+            }
+            wake.wait(timeout: interval)
+        }
+    }
+
+    /// Reads one sample. The statements are read-only.
+    public static func sample(on connection: PostgresConnection) throws -> Sample {
+        let depths = try StatsQueries.queueDepths(on: connection)
+        let dead = try StatsQueries.deadLetterCounts(on: connection)
+        let states = try StatsQueries.breakerStates(on: connection)
+        let open = try connection.query("""
+            select destination, state, extract(epoch from now() - changed_at)::float8
+            from courier.breakers where state <> 'closed'
+            order by changed_at limit \(openBreakerLimit)
+            """).rows.map { row in
+            OpenBreaker(destination: try row.decode(0, as: String.self), state: try row.decode(1, as: String.self),
+                        seconds: max(0, try row.decode(2, as: Double.self)))
+        }
+        let transitions = try connection.query("""
+            select from_state, to_state, count(*)::bigint from courier.breaker_events
+            group by from_state, to_state order by from_state, to_state
+            """).rows.map { row in
+            Transition(from: try row.decode(0, as: String.self), to: try row.decode(1, as: String.self),
+                       count: try row.decode(2, as: Int.self))
+        }
+        let live = try connection.query("""
+            select count(*)::bigint from courier.workers
+            where stopping_at is null and heartbeat_at > now() - 3 * heartbeat_interval_ms * interval '1 millisecond'
+            """).rows[0].decode(0, as: Int.self)
+        return Sample(takenAt: Date(), queueDepths: depths, deadLetters: dead, breakerStates: states,
+                      openBreakers: open, breakerTransitions: transitions, liveWorkers: live)
+    }
+}

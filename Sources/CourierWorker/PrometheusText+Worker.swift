@@ -1,0 +1,123 @@
+import CourierCore
+import Foundation
+
+extension PrometheusText {
+    /// What `/metrics` needs to know about the worker besides its counters.
+    public struct WorkerState: Sendable {
+        public var workerID: String
+        public var version: String
+        public var concurrency: Int
+        public var inFlight: Int
+        public var stopping: Bool
+        public var databaseReachable: Bool
+
+        public init(workerID: String, version: String, concurrency: Int, inFlight: Int, stopping: Bool, databaseReachable: Bool) {
+            self.workerID = workerID
+            self.version = version
+            self.concurrency = concurrency
+            self.inFlight = inFlight
+            self.stopping = stopping
+            self.databaseReachable = databaseReachable
+        }
+
+        /// What `/readyz` reports.
+        public var ready: Bool { databaseReachable && !stopping }
+    }
+
+    /// The `/metrics` page of a worker. Pure: the same values give the same page.
+    ///
+    /// Families whose name starts `courier_` and that describe this process are
+    /// counted here; the fleet-wide ones (queue depth, breakers, pending dead letters,
+    /// live workers) come from the last database sample and are the same on every
+    /// worker, so aggregate them with `max`, not `sum`.
+    public static func workerPage(metrics m: WorkerMetrics.Snapshot, state: WorkerState,
+                                  sampling: MetricsServerSampler.Status, now: Date = Date()) -> String {
+        var page = PrometheusText()
+        page.family("courier_worker_info", .gauge, help: "Always 1; labels identify the worker process.",
+                    [Sample("courier_worker_info", [("worker", state.workerID), ("version", state.version)], 1)])
+        page.single("courier_worker_concurrency", .gauge, help: "Jobs this worker may run at once.", Double(state.concurrency))
+        page.single("courier_jobs_in_flight", .gauge, help: "Jobs this worker holds right now.", Double(state.inFlight))
+        page.single("courier_worker_stopping", .gauge, help: "1 while a graceful shutdown is under way.", state.stopping ? 1 : 0)
+        page.single("courier_database_reachable", .gauge, help: "1 when the database answered the last time the worker asked.",
+                    state.databaseReachable ? 1 : 0)
+        page.single("courier_worker_ready", .gauge, help: "1 when /readyz answers 200.", state.ready ? 1 : 0)
+
+        var attempts = m.attemptsByClass
+        for name in ["success"] + ErrorClass.allCases.map(\.rawValue) where attempts[name] == nil { attempts[name] = 0 }
+        page.family("courier_attempts_total", .counter, help: "Attempts this worker made, by result: success or the error class.",
+                    attempts.keys.sorted().map { Sample("courier_attempts_total", [("class", $0)], Double(attempts[$0]!)) })
+        let deadLettered = m.deadLettersByReason.values.reduce(0, +)
+        page.family("courier_job_outcomes_total", .counter,
+                    help: "Decisions after this worker's attempts: succeeded, retried or dead_lettered.", [
+                        Sample("courier_job_outcomes_total", [("outcome", "succeeded")], Double(m.succeeded)),
+                        Sample("courier_job_outcomes_total", [("outcome", "retried")], Double(m.retries)),
+                        Sample("courier_job_outcomes_total", [("outcome", "dead_lettered")], Double(deadLettered)),
+                    ])
+        page.single("courier_jobs_succeeded_after_retry_total", .counter,
+                    help: "Jobs that succeeded on a later attempt than the first.", Double(m.succeededAfterRetry))
+        var reasons = m.deadLettersByReason
+        for reason in DeadLetterReason.allCases where reasons[reason.rawValue] == nil { reasons[reason.rawValue] = 0 }
+        page.family("courier_dead_letters_total", .counter, help: "Jobs this worker moved to the dead letters, by reason.",
+                    reasons.keys.sorted().map { Sample("courier_dead_letters_total", [("reason", $0)], Double(reasons[$0]!)) })
+        page.family("courier_retry_delay_seconds", .histogram, help: "Delays before the retries this worker scheduled.",
+                    histogramSamples("courier_retry_delay_seconds", buckets: m.retryDelays.cumulative,
+                                     sum: m.retryDelays.sum, count: m.retryDelays.count))
+        page.family("courier_claim_batch_size", .histogram, help: "Jobs per non-empty claim statement.",
+                    histogramSamples("courier_claim_batch_size", buckets: m.claimBatchSizes.cumulative,
+                                     sum: m.claimBatchSizes.sum, count: m.claimBatchSizes.count))
+        page.family("courier_ack_latency_seconds", .histogram,
+                    help: "Time to write one batch of results (success, retry, dead letter) to the database.",
+                    histogramSamples("courier_ack_latency_seconds", buckets: m.ackLatency.cumulative,
+                                     sum: m.ackLatency.sum, count: m.ackLatency.count))
+        page.single("courier_acked_jobs_total", .counter, help: "Results written to the database.", Double(m.ackedJobs))
+        page.family("courier_lease_rescues_total", .counter,
+                    help: "Jobs whose lease expired and that this worker rescued: requeued or dead_lettered.", [
+                        Sample("courier_lease_rescues_total", [("result", "requeued")], Double(m.rescuedRequeued)),
+                        Sample("courier_lease_rescues_total", [("result", "dead_lettered")], Double(m.rescuedDeadLettered)),
+                    ])
+        fleetFamilies(&page, sampling: sampling, now: now)
+        return page.text
+    }
+
+    /// The families read from the last database sample; empty (HELP and TYPE only) before the first.
+    private static func fleetFamilies(_ page: inout PrometheusText, sampling: MetricsServerSampler.Status, now: Date) {
+        let sample = sampling.latest
+        page.family("courier_queue_depth", .gauge, help: "Jobs per queue and state (available, running), fleet-wide. Sampled.",
+                    sample?.queueDepths.map {
+                        Sample("courier_queue_depth", [("queue", $0.queue), ("state", $0.state)], Double($0.count))
+                    } ?? [])
+        page.family("courier_queue_oldest_due_seconds", .gauge,
+                    help: "How long the oldest runnable job of each queue has been due. Sampled.",
+                    sample?.queueDepths.compactMap { depth in
+                        depth.oldestDueSeconds.map { Sample("courier_queue_oldest_due_seconds", [("queue", depth.queue)], $0) }
+                    } ?? [])
+        var breakerStates = sample?.breakerStates ?? [:]
+        if sample != nil {
+            for state in ["closed", "open", "half_open"] where breakerStates[state] == nil { breakerStates[state] = 0 }
+        }
+        page.family("courier_breakers", .gauge, help: "Circuit breakers per state, fleet-wide (destinations without a row are closed). Sampled.",
+                    breakerStates.keys.sorted().map { Sample("courier_breakers", [("state", $0)], Double(breakerStates[$0]!)) })
+        page.family("courier_breaker_state_seconds", .gauge,
+                    help: "How long each breaker that is not closed has been in its state (open or half_open). Sampled.",
+                    sample?.openBreakers.map {
+                        Sample("courier_breaker_state_seconds", [("destination", $0.destination), ("state", $0.state)], $0.seconds)
+                    } ?? [])
+        page.family("courier_breaker_transitions_total", .counter,
+                    help: "Breaker transitions recorded in courier.breaker_events, fleet-wide. Sampled.",
+                    sample?.breakerTransitions.map {
+                        Sample("courier_breaker_transitions_total", [("from", $0.from), ("to", $0.to)], Double($0.count))
+                    } ?? [])
+        var pending = sample?.deadLetters ?? [:]
+        if sample != nil {
+            for reason in DeadLetterReason.allCases where pending[reason.rawValue] == nil { pending[reason.rawValue] = 0 }
+        }
+        page.family("courier_dead_letters_pending", .gauge, help: "Dead letters not yet replayed, by reason, fleet-wide. Sampled.",
+                    pending.keys.sorted().map { Sample("courier_dead_letters_pending", [("reason", $0)], Double(pending[$0]!)) })
+        page.family("courier_live_workers", .gauge, help: "Workers with a recent heartbeat that are not shutting down. Sampled.",
+                    sample.map { [Sample("courier_live_workers", [], Double($0.liveWorkers))] } ?? [])
+        page.family("courier_metrics_sample_age_seconds", .gauge, help: "Age of the database sample behind the Sampled families.",
+                    sample.map { [Sample("courier_metrics_sample_age_seconds", [], max(0, now.timeIntervalSince($0.takenAt)))] } ?? [])
+        page.single("courier_metrics_sample_failures_total", .counter, help: "Database samples that failed.",
+                    Double(sampling.failures))
+    }
+}

@@ -1,0 +1,179 @@
+import CourierControl
+import CourierCore
+import CourierStore
+import CourierTestSupport
+import Foundation
+import Postgres
+import Testing
+
+/// Sensitive header values never leave jobctl: not in `show`, `list`, `cancel`,
+/// `dead list/show/replay` (text and JSON), and not in error messages.
+@Suite struct RedactionOutputTests {
+    /// Header name to a value that must never be printed. Every value starts `tok-`.
+    static let sensitive: [(String, String)] = [
+        ("Authorization", "Bearer tok-AUTH-1111"),
+        ("Cookie", "sid=tok-COOKIE-2222"),
+        ("Proxy-Authorization", "Basic tok-PROXY-3333"),
+        ("X-Api-Key", "tok-APIKEY-4444"),
+        ("X-Session-Token", "tok-TOKEN-5555"),
+        ("X-Client-Secret", "tok-SECRET-6666"),
+        ("X-DB-Password", "tok-PASS-7777"),
+        ("Set-Cookie", "tok-SETCOOKIE-8888"),
+    ]
+    /// A header that is shown, to prove the outputs print headers at all.
+    static let visible = ("X-Trace", "visible-trace-1")
+
+    final class Output: @unchecked Sendable {
+        private let lock = NSLock()
+        private var out = ""
+        private var err = ""
+        func appendOut(_ text: String) { lock.withLock { out += text } }
+        func appendErr(_ text: String) { lock.withLock { err += text } }
+        var stdout: String { lock.withLock { out } }
+        var stderr: String { lock.withLock { err } }
+    }
+
+    /// Runs jobctl in-process against `url`, returning the exit code and both streams.
+    static func jobctl(_ arguments: [String], url: String, stdin: String = "") -> (code: Int32, out: String, err: String) {
+        let output = Output()
+        let io = ControlIO(environment: ["DATABASE_URL": url], writeOut: { output.appendOut($0) },
+                           writeErr: { output.appendErr($0) }, readStandardInput: { Data(stdin.utf8) }, isTerminal: false)
+        let code = Jobctl.run(arguments, io: io)
+        return (code, output.stdout, output.stderr)
+    }
+
+    /// Fails the test if any secret value (or a distinctive part of one) appears in `text`.
+    static func expectNoSecret(_ text: String, _ what: String, sourceLocation: SourceLocation = #_sourceLocation) {
+        #expect(!text.contains("tok-"), "\(what) leaks a sensitive value:\n\(text)", sourceLocation: sourceLocation)
+        for (_, value) in sensitive {
+            #expect(!text.contains(value), "\(what) leaks \(value)", sourceLocation: sourceLocation)
+        }
+    }
+
+    static func enqueueArguments(_ path: String) -> [String] {
+        var arguments = ["enqueue", "--url", "https://hooks.example/\(path)", "--data", #"{"a":1}"#]
+        for (name, value) in sensitive + [visible] { arguments += ["--header", "\(name): \(value)"] }
+        return arguments
+    }
+
+    @Test func showAndListOfAWaitingJobRedactEverySensitiveHeader() throws {
+        try CourierTestDatabase.with { database, connection in
+            let enqueued = Self.jobctl(Self.enqueueArguments("waiting"), url: database.url)
+            #expect(enqueued.code == 0, "\(enqueued.err)")
+            let id = enqueued.out.trimmingCharacters(in: .whitespacesAndNewlines)
+            let stored = try connection.query("select headers::text from courier.jobs where id = \(Int64(id) ?? -1)").rows
+            let storedText = try stored.first?.decode(0, as: String.self)
+            #expect(storedText?.contains("tok-AUTH-1111") == true, "the job keeps its real header values for the worker to send")
+
+            for arguments in [["show", id], ["show", id, "--json"], ["list"], ["list", "--json"]] {
+                let result = Self.jobctl(arguments, url: database.url)
+                #expect(result.code == 0, "\(arguments): \(result.err)")
+                Self.expectNoSecret(result.out + result.err, "jobctl \(arguments.joined(separator: " "))")
+            }
+            let text = Self.jobctl(["show", id], url: database.url).out
+            for (name, _) in Self.sensitive { #expect(text.contains("\(name): \(Redaction.placeholder)"), "show redacts \(name)") }
+            #expect(text.contains("X-Trace: visible-trace-1"))
+            let json = Self.jobctl(["show", id, "--json"], url: database.url).out
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
+            let headers = try #require(object["headers"] as? [String: String])
+            for (name, _) in Self.sensitive { #expect(headers[name] == Redaction.placeholder, "show --json redacts \(name)") }
+            #expect(headers["X-Trace"] == "visible-trace-1")
+        }
+    }
+
+    @Test func deadLetterViewsRedactEverySensitiveHeader() throws {
+        try CourierTestDatabase.with { database, _ in
+            let enqueued = Self.jobctl(Self.enqueueArguments("dead"), url: database.url)
+            let id = enqueued.out.trimmingCharacters(in: .whitespacesAndNewlines)
+            let cancelled = Self.jobctl(["cancel", id], url: database.url)
+            #expect(cancelled.code == 0, "\(cancelled.err)")
+            Self.expectNoSecret(cancelled.out + cancelled.err, "jobctl cancel")
+
+            let list = Self.jobctl(["dead", "list", "--json"], url: database.url)
+            #expect(list.code == 0, "\(list.err)")
+            let letters = try #require(try JSONSerialization.jsonObject(with: Data(list.out.utf8)) as? [[String: Any]])
+            let letterID = try #require(letters.first?["id"] as? Int)
+            let runs: [[String]] = [
+                ["show", id], ["show", id, "--json"],
+                ["dead", "list"], ["dead", "list", "--json"],
+                ["dead", "show", String(letterID)], ["dead", "show", String(letterID), "--json"],
+                ["dead", "replay", String(letterID), "--dry-run"], ["dead", "replay", String(letterID), "--dry-run", "--json"],
+            ]
+            for arguments in runs {
+                let result = Self.jobctl(arguments, url: database.url)
+                #expect(result.code == 0, "\(arguments): \(result.err)")
+                Self.expectNoSecret(result.out + result.err, "jobctl \(arguments.joined(separator: " "))")
+            }
+            let shown = Self.jobctl(["dead", "show", String(letterID)], url: database.url).out
+            #expect(shown.contains("Authorization: \(Redaction.placeholder)"))
+            #expect(shown.contains("X-Trace: visible-trace-1"))
+            let json = Self.jobctl(["dead", "show", String(letterID), "--json"], url: database.url).out
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
+            let headers = try #require(object["headers"] as? [String: String])
+            for (name, _) in Self.sensitive { #expect(headers[name] == Redaction.placeholder, "dead show --json redacts \(name)") }
+            let job = Self.jobctl(["show", id, "--json"], url: database.url).out
+            #expect(job.contains(Redaction.placeholder) && job.contains("visible-trace-1"), "the dead job's own view shows redacted headers")
+
+            // Replayed for real, the new job still carries the real values, shown redacted.
+            let replay = Self.jobctl(["dead", "replay", String(letterID), "--json"], url: database.url)
+            #expect(replay.code == 0, "\(replay.err)")
+            Self.expectNoSecret(replay.out + replay.err, "jobctl dead replay")
+            let waiting = Self.jobctl(["list", "--json"], url: database.url)
+            Self.expectNoSecret(waiting.out, "jobctl list after replay")
+        }
+    }
+
+    @Test func usageErrorsNeverEchoAHeaderValue() throws {
+        try CourierTestDatabase.with { database, _ in
+            let badHeaders = [
+                "Authorization Bearer tok-NOCOLON-1",  // forgot the colon
+                "Bearer tok-NONAME-2",                 // forgot the name
+                "X Api Key: tok-BADNAME-3",            // a name with spaces
+                "Authorization: tok-LINEBREAK-4\r\nX-Other: y",
+                ": tok-EMPTYNAME-5",
+            ]
+            for header in badHeaders {
+                let result = Self.jobctl(["enqueue", "--url", "https://e.example/x", "--header", header], url: database.url)
+                #expect(result.code == 2, "\(header.debugDescription) is bad usage")
+                #expect(result.err.contains("--header") || result.err.contains("header"), "the error names the flag: \(result.err)")
+                Self.expectNoSecret(result.out + result.err, "the usage error for \(header.debugDescription)")
+            }
+            // The same header given twice, and a bad flag next to a good secret header.
+            let twice = Self.jobctl(["enqueue", "--url", "https://e.example/x", "--header", "Authorization: tok-TWICE-6",
+                                     "--header", "authorization: tok-TWICE-7"], url: database.url)
+            #expect(twice.code == 2)
+            Self.expectNoSecret(twice.out + twice.err, "the duplicate-header error")
+            let other = Self.jobctl(["enqueue", "--url", "https://e.example/x", "--header", "Authorization: tok-OTHER-8",
+                                     "--priority", "high"], url: database.url)
+            #expect(other.code == 2 && other.err.contains("--priority"))
+            Self.expectNoSecret(other.out + other.err, "an unrelated usage error")
+        }
+    }
+
+    @Test func ndjsonErrorsNeverEchoAHeaderValue() throws {
+        try CourierTestDatabase.with { database, _ in
+            let lines = [
+                #"{"url": "https://e.example/a", "headers": {"Authorization": "Bearer tok-ND-1"}, "priority": "x"}"#,
+                #"{"url": "https://e.example/a", "headers": {"Authorization": ["tok-ND-2"]}}"#,
+                #"{"url": "https://e.example/a", "headers": {"Authorization": "tok-ND-3\nX: y"}}"#,
+                #"{"url": "https://e.example/a", "headers": {"Bad Name": "tok-ND-4"}}"#,
+                #"{"url": "https://e.example/a", "headers": {"Authorization": "tok-ND-5"}, "oops": 1}"#,
+                #"{"url": "https://e.example/a", "headers": {"Authorization": "tok-ND-6"}"#,
+            ]
+            for line in lines {
+                let result = Self.jobctl(["enqueue", "--ndjson", "-"], url: database.url, stdin: line + "\n")
+                #expect(result.code == 2, "\(line) is bad input")
+                #expect(result.err.contains("line 1"), "the error names the line: \(result.err)")
+                Self.expectNoSecret(result.out + result.err, "the NDJSON error for \(line)")
+            }
+        }
+    }
+
+    @Test func connectionErrorsNeverEchoTheDatabasePassword() throws {
+        // Nothing listens on port 1: the connection fails, and the message must not carry the password.
+        let result = Self.jobctl(["list"], url: "postgresql://courier:tok-DBPASS-1@127.0.0.1:1/none?connect_timeout=2")
+        #expect(result.code == 1)
+        #expect(result.err.contains("cannot connect"))
+        Self.expectNoSecret(result.out + result.err, "the connection error")
+    }
+}

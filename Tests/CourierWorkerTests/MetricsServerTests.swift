@@ -1,0 +1,188 @@
+@testable import CourierWorker
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The metrics server on a real loopback socket, against good, malformed and slow clients.
+/// No database: the handler answers from memory, like the worker's.
+@Suite struct MetricsServerTests {
+    /// A server on a free loopback port answering /healthz (and echoing the path elsewhere).
+    func makeServer(_ configure: (inout MetricsServer.Limits) -> Void = { _ in }) throws -> MetricsServer {
+        var limits = MetricsServer.Limits()
+        configure(&limits)
+        let server = MetricsServer(address: MetricsServerAddress(host: "127.0.0.1", port: 0), limits: limits) { request in
+            let state = PrometheusText.WorkerState(workerID: "t", version: "t", concurrency: 1, inFlight: 0,
+                                                   stopping: false, databaseReachable: true)
+            return MetricsServer.route(request, state: { state }, page: { "# HELP t_total T.\n# TYPE t_total counter\nt_total 1\n" })
+        }
+        try server.start()
+        #expect(server.port > 0)
+        return server
+    }
+
+    func expectHealthy(_ server: MetricsServer, _ comment: Comment? = nil) throws {
+        let response = try MetricsTestClient.request(port: server.port, "GET", "/healthz", timeout: .seconds(5))
+        #expect(response.status == 200, comment)
+        #expect(response.body == "ok\n", comment)
+    }
+
+    @Test func answersKnownPathsAndRefusesOthers() throws {
+        let server = try makeServer()
+        defer { server.stop() }
+        try expectHealthy(server)
+        let metrics = try MetricsTestClient.request(port: server.port, "GET", "/metrics")
+        #expect(metrics.status == 200)
+        #expect(metrics.headers["content-type"] == "text/plain; version=0.0.4; charset=utf-8")
+        #expect(metrics.headers["connection"] == "close")
+        #expect(metrics.headers["content-length"] == String(metrics.body.utf8.count))
+        #expect(metrics.body.contains("t_total 1"))
+        let head = try MetricsTestClient.request(port: server.port, "HEAD", "/metrics")
+        #expect(head.status == 200 && head.body.isEmpty && head.headers["content-length"] == metrics.headers["content-length"])
+        let post = try MetricsTestClient.request(port: server.port, "POST", "/metrics")
+        #expect(post.status == 405)
+        #expect(post.headers["allow"] == "GET, HEAD")
+        #expect(try MetricsTestClient.request(port: server.port, "DELETE", "/healthz").status == 405)
+        #expect(try MetricsTestClient.request(port: server.port, "GET", "/nothing-here").status == 404)
+        #expect(try MetricsTestClient.request(port: server.port, "GET", "/metrics?x=1").status == 200)
+    }
+
+    @Test func malformedRequestsAreRefusedAndTheServerKeepsServing() throws {
+        let server = try makeServer()
+        defer { server.stop() }
+        let cases: [(String, [UInt8], Int)] = [
+            ("garbage bytes", [0x16, 0x03, 0x01, 0x00, 0xa5, 0x01, 0x00, 0x00, 0xa1, 0x03, 0x03, 0x0a, 0x0d, 0x0a, 0x0d, 0x0a], 400),
+            ("no HTTP version", Array("GET /metrics\r\n\r\n".utf8), 400),
+            ("no HTTP version, line only", Array("GET /healthz\r\n".utf8), 400),
+            ("lower-case method", Array("get /healthz HTTP/1.1\r\n\r\n".utf8), 400),
+            ("HTTP/2 preface", Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8), 400),
+            ("header without colon", Array("GET /healthz HTTP/1.1\r\nHost\r\n\r\n".utf8), 400),
+            ("huge header", Array(("GET /healthz HTTP/1.1\r\nX-Fill: " + String(repeating: "z", count: 20_000) + "\r\n\r\n").utf8), 431),
+            ("endless header line", Array(("GET /healthz HTTP/1.1\r\nX-Fill: " + String(repeating: "z", count: 9_000)).utf8), 431),
+        ]
+        for (name, bytes, expected) in cases {
+            let response = try MetricsTestClient.raw(port: server.port, bytes)
+            #expect(response?.status == expected, "\(name)")
+            #expect(response?.headers["connection"] == "close", "\(name)")
+            try expectHealthy(server, "after \(name)")
+        }
+        // A client that connects and leaves at once, and one that sends half a request and leaves.
+        _ = try MetricsTestConnection(port: server.port)
+        do {
+            let half = try MetricsTestConnection(port: server.port)
+            half.send("GET /heal")
+        }
+        try expectHealthy(server, "after clients that left early")
+    }
+
+    @Test func slowClientsDoNotStallOtherRequests() async throws {
+        // The request timeout is far longer than the test: the slow clients stay connected
+        // throughout, so /healthz answering at all proves they do not block the server.
+        let server = try makeServer { $0.requestTimeout = .seconds(120) }
+        defer { server.stop() }
+        let silent = try (0..<4).map { _ in try MetricsTestConnection(port: server.port) }
+        let partial = try MetricsTestConnection(port: server.port)
+        partial.send("GET /healthz HTTP/1.1\r\nHost: a\r\n")  // never finishes its head
+        let request = Array("GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n".utf8)
+        let dribbler = try MetricsTestConnection(port: server.port)
+        let port = server.port
+        // One byte every 100 ms, on its own thread.
+        let dribbled = Task.detached { () -> MetricsTestResponse? in
+            for byte in request {
+                dribbler.send([byte])
+                try? await Task.sleep(for: .milliseconds(100))
+            }
+            return dribbler.readToEnd(timeout: .seconds(20)).flatMap { try? MetricsTestResponse($0) }
+        }
+        var answered = 0
+        for _ in 0..<20 {
+            try expectHealthy(server, "while slow clients are connected")
+            answered += 1
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(answered == 20)
+        let slow = await dribbled.value
+        #expect(slow?.status == 200, "the dribbling client is answered once its head is complete")
+        // The silent and partial clients are still connected: nothing was closed under them.
+        #expect(silent.count == 4)
+        #expect(!partial.isClosedByServer(within: .milliseconds(100)))
+        #expect(try MetricsTestClient.request(port: port, "GET", "/metrics").status == 200)
+    }
+
+    @Test func aClientThatSendsNothingIsTimedOut() throws {
+        let server = try makeServer { $0.requestTimeout = .milliseconds(300) }
+        defer { server.stop() }
+        let silent = try MetricsTestConnection(port: server.port)
+        let answer = silent.readToEnd(timeout: .seconds(20))
+        #expect(answer != nil, "the server must close a silent connection")
+        if let answer, !answer.isEmpty {
+            #expect(try MetricsTestResponse(answer).status == 408)
+        }
+        let dribbling = try MetricsTestConnection(port: server.port)
+        dribbling.send("GET /")
+        #expect(dribbling.isClosedByServer(within: .seconds(20)), "a head that never completes is cut off")
+        try expectHealthy(server)
+    }
+
+    @Test func connectionsBeyondTheLimitAreRefusedWith503() async throws {
+        let server = try makeServer {
+            $0.maxConnections = 2
+            $0.requestTimeout = .seconds(120)
+        }
+        defer { server.stop() }
+        var held = try (0..<2).map { _ in try MetricsTestConnection(port: server.port) }
+        // Make sure the server has taken both before the third arrives.
+        held[0].send("GET /heal")
+        held[1].send("GET /heal")
+        var refused: MetricsTestResponse?
+        for _ in 0..<50 {
+            refused = try? MetricsTestClient.request(port: server.port, "GET", "/healthz")
+            if refused?.status == 503 { break }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(refused?.status == 503)
+        held.removeAll()  // closes both; the server notices and frees their slots
+        var recovered = false
+        for _ in 0..<250 where !recovered {
+            recovered = (try? MetricsTestClient.request(port: server.port, "GET", "/healthz").status) == 200
+            if !recovered { try await Task.sleep(for: .milliseconds(20)) }
+        }
+        #expect(recovered, "slots are freed when clients leave")
+    }
+
+    @Test func stopClosesTheListenerAndRunsHooks() throws {
+        let server = try makeServer()
+        let ran = LockedFlag()
+        server.onStop { ran.set() }
+        let port = server.port
+        try expectHealthy(server)
+        server.stop()
+        #expect(ran.value)
+        #expect(throws: MetricsTestError.self) { _ = try MetricsTestConnection(port: port) }
+        server.stop()  // a second stop is harmless
+    }
+
+    @Test func aTakenPortIsABindError() throws {
+        let first = try makeServer()
+        defer { first.stop() }
+        let second = MetricsServer(address: MetricsServerAddress(host: "127.0.0.1", port: first.port)) { _ in
+            MetricsServer.Response(status: 200, text: "")
+        }
+        do {
+            try second.start()
+            Issue.record("binding a taken port must fail")
+            second.stop()
+        } catch {
+            #expect(error.code == .bind)
+            #expect(error.description.contains("127.0.0.1:\(first.port)"))
+        }
+    }
+}
+
+final class LockedFlag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var flag = false
+    func set() { lock.withLock { flag = true } }
+    var value: Bool { lock.withLock { flag } }
+}
