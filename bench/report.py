@@ -308,7 +308,7 @@ if wrk.exists():
         if line.startswith("Requests/sec"):
             w(f"nginx alone (`wrk -t1 -c32 -d5s`): {line.split(':')[1].strip()} requests/s.")
             w("")
-w("| who | configuration | jobs/s | CPU: workers / postgres / other / idle (cores) |")
+w("| who | configuration | jobs/s | CPU: workers / postgres / other (nginx, kernel, rest of the box) / idle (cores) |")
 w("|---|---|---|---|")
 for (workers, conc), rs in sorted(http.items()):
     cpu = rs[len(rs) // 2]["cpu"]
@@ -372,6 +372,11 @@ if enq:
     w(f"| SQL courier.enqueue loop | {cell([r['sql_jobs_per_s'] for r in enq])} | {cell([r['sql_seconds'] for r in enq], '{:.2f}')} |")
     if pgq_enq:
         w(f"| PgQueuer `Queries.enqueue`, chunks of 1000 (its harness) | {cell([r['jobs_per_s'] for r in pgq_enq])} | – |")
+    w("")
+
+notes = Path(__file__).with_name("notes.md")
+if notes.exists():
+    w(notes.read_text().rstrip())
     w("")
 
 print("\n".join(out))

@@ -10,7 +10,7 @@
 # Knobs (environment), defaults in brackets:
 #   REPS [3]                 repetitions of every measurement (median reported)
 #   DRAIN_N [100000]         no-op jobs per drain (Courier and PgQueuer)
-#   DRAIN_WORKERS ["1,2"]    jobworker processes;  DRAIN_CONC ["64,256"]  --concurrency values tried
+#   DRAIN_WORKERS ["1,2"]    jobworker processes;  DRAIN_CONC ["64,256,1024"]  --concurrency values tried
 #   PGQ_CONFIGS              PgQueuer drain configs "procs qms batch;..." ["2 1 500;2 2 250;1 1 500"]
 #   HTTP_N [50000]           GET jobs per HTTP drain;  HTTP_WORKERS ["1,2"];  HTTP_CONC ["64,256"]
 #   PGQ_HTTP_CONFIGS         PgQueuer+aiohttp "procs batch max_tasks;..." ["2 100 1000"] (its best in RESULTS.md)
@@ -33,7 +33,7 @@ if [ "$QUICK" = 1 ]; then
 fi
 REPS="${REPS:-3}"
 ONLY="${ONLY:-pgbench drain http latency memory enqueue}"
-DRAIN_N="${DRAIN_N:-100000}"; DRAIN_WORKERS="${DRAIN_WORKERS:-1,2}"; DRAIN_CONC="${DRAIN_CONC:-64,256}"
+DRAIN_N="${DRAIN_N:-100000}"; DRAIN_WORKERS="${DRAIN_WORKERS:-1,2}"; DRAIN_CONC="${DRAIN_CONC:-64,256,1024}"
 PGQ_CONFIGS="${PGQ_CONFIGS:-2 1 500;2 2 250;1 1 500}"
 HTTP_N="${HTTP_N:-50000}"; HTTP_WORKERS="${HTTP_WORKERS:-1,2}"; HTTP_CONC="${HTTP_CONC:-64,256}"
 PGQ_HTTP_CONFIGS="${PGQ_HTTP_CONFIGS:-2 100 1000}"
@@ -120,7 +120,10 @@ trap cleanup EXIT
   "$PY" -m pip freeze | grep -Ei '^(pgqueuer|asyncpg|uvloop|aiohttp)=='
 } > "$RUN_DIR/env.txt"
 cat "$RUN_DIR/env.txt"
-fsync_probe() { /usr/lib/postgresql/15/bin/pg_test_fsync -s 1 -f "$RUN_DIR/work/fsync.tmp" 2>&1 | grep -m1 fdatasync || true; rm -f "$RUN_DIR/work/fsync.tmp"; }
+fsync_probe() {   # one 8 kB write + fdatasync, as the WAL does at every commit
+  /usr/lib/postgresql/15/bin/pg_test_fsync -s 1 -f "$RUN_DIR/work/fsync.tmp" 2>&1 | grep -m1 -E '^ +fdatasync ' | tr -s ' ' || true
+  rm -f "$RUN_DIR/work/fsync.tmp"
+}
 echo "pg_test_fsync at start: $(fsync_probe)" >> "$RUN_DIR/env.txt"
 stdbuf -oL vmstat -n -t 1 > "$RUN_DIR/vmstat.log" &
 VMSTAT_PID=$!
