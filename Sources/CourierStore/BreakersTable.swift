@@ -50,14 +50,21 @@ extension BreakersTable {
     }
 
     /// Destinations whose breaker is due a probe and that have runnable jobs on `queues`.
+    ///
+    /// Driven from the (few) due breakers: the LATERAL ... LIMIT 1 looks up one runnable
+    /// job per due breaker through `jobs_destination_idx`. Written as `exists (...)`, the
+    /// planner turned it into a semi-join that scanned every waiting job (O(backlog) on
+    /// every maintenance tick of every worker: 13 ms per call at 50k waiting jobs).
     public static func dueForProbe(queues: [String], on connection: PostgresConnection) throws -> [String] {
         try connection.query("""
             select b.destination from courier.breakers b
+            cross join lateral (
+                select 1 from courier.jobs j
+                where j.destination = b.destination and j.state = 'available' and j.queue = any(\(queues))
+                  and j.run_at <= now()
+                limit 1) runnable
             where not b.forced
               and ((b.state = 'open' and b.open_until <= now()) or (b.state = 'half_open' and b.probe_lease_until < now()))
-              and exists (select 1 from courier.jobs j
-                          where j.destination = b.destination and j.state = 'available' and j.queue = any(\(queues))
-                            and j.run_at <= now())
             """).rows.map { try $0.decode(0, as: String.self) }
     }
 

@@ -64,11 +64,18 @@ extension JobsTable {
 
     /// The success acknowledgement: $1 ids, $2 attempts, $3 HTTP statuses (-1 for none),
     /// $4 durations in ms, $5 worker id. Public so benchmarks can run exactly this SQL.
+    ///
+    /// The fence is id + attempt + `leased_by`: every path out of `running` (retry, hand
+    /// back, rescue) clears `leased_by`, so `leased_by = $5` already means "still running
+    /// under this worker's lease". `state = 'running'` is deliberately not repeated here:
+    /// it lets the planner pick the partial `jobs_lease_idx` (whose statistics usually say
+    /// "no running rows") and join every running row against the whole batch, 3–4× slower
+    /// than probing the primary key per acknowledged id (see bench/RESULTS.md).
     public static let completeSQL = """
         with done as (
             delete from courier.jobs j
             using unnest($1::bigint[], $2::int[], $3::int[], $4::int[]) as a(id, attempt, status, duration_ms)
-            where j.id = a.id and j.attempt = a.attempt and j.state = 'running' and j.leased_by = $5
+            where j.id = a.id and j.attempt = a.attempt and j.leased_by = $5
             returning j.id, j.kind, j.queue, j.destination, j.method, j.url, j.attempt, nullif(a.status, -1) as status,
                       a.duration_ms, j.idempotency_key, j.errors, j.created_at
         )

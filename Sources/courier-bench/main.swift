@@ -1,1 +1,71 @@
-print("bench")
+import Foundation
+
+// courier-bench: Courier's benchmarks. Each subcommand measures one thing and appends
+// JSON rows to --out; bench/run.sh runs them all (with the peers harness) and
+// bench/report.py turns the rows into bench/RESULTS.md. Not a test: it prints figures.
+//
+//   courier-bench setup    [common]                         recreate and migrate the database
+//   courier-bench enqueue  [common] --lines 100000 --sql-calls 10000 --reps 3
+//   courier-bench drain    [common] --kind noop|http --jobs 100000 --workers 1,2 --concurrency 64,256 --reps 3 [--url URL]
+//   courier-bench pgbench  [common] --clients 1,2,4 --duration 5 --fill 600000 --batch 100 --reps 1 [--pgbench PATH]
+//   courier-bench latency  [common] --jobs 500 --interval-ms 20 --reps 3
+//   courier-bench memory   [common] --concurrency 256 --delay 10
+//   courier-bench script                                    print the generated pgbench script
+// common: --db NAME --bin-dir DIR --work-dir DIR --out FILE --pg-data DIR (PG* variables select the cluster)
+
+func runBench(_ arguments: [String]) throws {
+    guard let command = arguments.first else { throw BenchError("usage: courier-bench setup|enqueue|drain|pgbench|latency|memory|script [options]") }
+    let rest = arguments.dropFirst()
+    let common = BenchContext.commonOptions
+    switch command {
+    case "script":
+        print(PgbenchBench.script(), terminator: "")
+    case "setup":
+        try BenchContext(BenchOptions(rest, known: common)).createDatabase()
+    case "enqueue":
+        let options = try BenchOptions(rest, known: common + ["lines", "sql-calls", "reps"])
+        let bench = EnqueueBench(context: try BenchContext(options), lines: try options.int("lines", default: 100_000),
+                                 sqlCalls: try options.int("sql-calls", default: 10_000))
+        for rep in 1...max(1, try options.int("reps", default: 3)) { try bench.run(rep: rep) }
+    case "drain":
+        let options = try BenchOptions(rest, known: common + ["kind", "jobs", "workers", "concurrency", "reps", "url"])
+        guard let kind = DrainBench.Kind(rawValue: options.string("kind", default: "noop")) else { throw BenchError("--kind: noop or http") }
+        let bench = DrainBench(context: try BenchContext(options), kind: kind,
+                               jobs: try options.int("jobs", default: kind == .noop ? 100_000 : 50_000),
+                               httpURL: options.string("url", default: "http://127.0.0.1:18080/ok"))
+        let reps = max(1, try options.int("reps", default: 3))
+        for rep in 1...reps {
+            for workers in try options.intList("workers", default: [1, 2]) {
+                for concurrency in try options.intList("concurrency", default: [64, 256]) {
+                    try bench.run(workers: workers, concurrency: concurrency, rep: rep)
+                }
+            }
+        }
+    case "pgbench":
+        let options = try BenchOptions(rest, known: common + ["clients", "duration", "fill", "batch", "reps", "pgbench"])
+        let bench = PgbenchBench(context: try BenchContext(options), batch: try options.int("batch", default: 100),
+                                 duration: try options.int("duration", default: 5), fill: try options.int("fill", default: 600_000),
+                                 pgbench: options.string("pgbench", default: "/usr/lib/postgresql/15/bin/pgbench"))
+        for rep in 1...max(1, try options.int("reps", default: 1)) {
+            for clients in try options.intList("clients", default: [1, 2, 4]) { try bench.run(clients: clients, rep: rep) }
+        }
+    case "latency":
+        let options = try BenchOptions(rest, known: common + ["jobs", "interval-ms", "reps"])
+        let bench = LatencyBench(context: try BenchContext(options), jobs: try options.int("jobs", default: 500),
+                                 intervalMilliseconds: try options.int("interval-ms", default: 20))
+        for rep in 1...max(1, try options.int("reps", default: 3)) { try bench.run(rep: rep) }
+    case "memory":
+        let options = try BenchOptions(rest, known: common + ["concurrency", "delay"])
+        try MemoryBench(context: try BenchContext(options), concurrency: try options.int("concurrency", default: 256),
+                        delaySeconds: try options.int("delay", default: 10)).run()
+    default:
+        throw BenchError("unknown subcommand '\(command)'")
+    }
+}
+
+do {
+    try runBench(Array(CommandLine.arguments.dropFirst()))
+} catch {
+    FileHandle.standardError.write(Data("courier-bench: \(error)\n".utf8))
+    exit(1)
+}

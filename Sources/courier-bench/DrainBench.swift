@@ -1,0 +1,90 @@
+import Foundation
+import Postgres
+
+/// Drain throughput: N jobs pre-enqueued, workers started and idle, then GO; jobs/s
+/// from GO to an empty queue.
+///
+/// Method (matching the peers harness, bench_pgqueuer.py `drain`): the jobs are
+/// inserted before the run and VACUUM ANALYZEd; the worker processes start, connect,
+/// register and go idle. To hold them idle while jobs exist, the jobs' destination has
+/// a forced-open circuit breaker, which the claim statement skips. GO is one
+/// transaction that deletes that breaker row and sends the NOTIFY; t0 is taken when
+/// its COMMIT returns. t1 is the end of the first poll (every 5 ms) that finds no job
+/// of the queue left in courier.jobs: a job leaves that table only in the
+/// transaction that records its success, so t1 is after the last acknowledgement
+/// committed (the peers' DONE is printed after their completion writes flushed).
+struct DrainBench {
+    enum Kind: String { case noop, http }
+
+    let context: BenchContext
+    let kind: Kind
+    let jobs: Int
+    let httpURL: String
+
+    func run(workers: Int, concurrency: Int, rep: Int) throws {
+        let connection = try context.connect()
+        defer { connection.close() }
+        try context.resetQueue(connection)
+        let queue = "bench"
+        let url: String? = kind == .http ? httpURL : nil
+        let destination = try url.map {
+            try connection.query(PostgresQuery(unsafeSQL: "select courier.destination_of($1::text)", binds: [$0])).rows[0].decode(0, as: String.self)
+        } ?? "job:noop"
+        try connection.execute(PostgresQuery(unsafeSQL: """
+            insert into courier.breakers (destination, state, forced, open_until) values ($1::text, 'open', true, now() + interval '1 day')
+            """, binds: [destination]))
+        try context.insertJobs(connection, count: jobs, queue: queue, url: url)
+        try connection.simpleQuery("vacuum analyze courier.jobs")
+
+        var extra = ["--shutdown-grace", "5s"]
+        if kind == .http { extra.append("--allow-private-networks") }
+        let fleet = try WorkerFleet.start(count: workers, queue: queue, concurrency: concurrency, extraArguments: extra,
+                                          context: context, label: "\(kind.rawValue)-w\(workers)-c\(concurrency)-r\(rep)")
+        do {
+            try fleet.waitReady(connection)
+            let sampler = CPUSampler(workerPIDs: fleet.pids, postmaster: context.postmasterPID)
+            let before = sampler.snapshot()
+            let goTime: Date = try connection.withTransaction { tx in
+                try tx.execute(PostgresQuery(unsafeSQL: "delete from courier.breakers where destination = $1::text", binds: [destination]))
+                return try tx.query(PostgresQuery(unsafeSQL: "select now() from pg_notify('courier_jobs', $1::text)", binds: [queue]))
+                    .rows[0].decode(0, as: Date.self)
+            }
+            let t0 = monotonicSeconds()
+            var t1 = t0
+            let deadline = t0 + 600
+            while true {
+                let left = try connection.query(PostgresQuery(unsafeSQL: "select exists (select 1 from courier.jobs where queue = $1::text)",
+                                                              binds: [queue])).rows[0].decode(0, as: Bool.self)
+                t1 = monotonicSeconds()
+                if !left { break }
+                guard t1 < deadline else { throw BenchError("the queue was not drained within 600 s") }
+                usleep(5_000)
+            }
+            let after = sampler.snapshot()
+            let seconds = t1 - t0
+            let peakKB = fleet.peakRSSKB
+            try fleet.stop()
+            let done = try connection.query(PostgresQuery(unsafeSQL: """
+                select count(*), count(*) filter (where status = 200), extract(epoch from max(finished_at) - $1::timestamptz)::float8
+                from courier.completed_jobs where queue = $2::text
+                """, binds: [goTime, queue])).rows[0]
+            let completed = try done.decode(0, as: Int.self)
+            let ok200 = try done.decode(1, as: Int.self)
+            let dbSeconds = try done.decode(2, as: Double?.self) ?? .nan
+            let dead = try context.count(connection, "select count(*) from courier.dead_letters")
+            guard completed == jobs, dead == 0, kind == .noop || ok200 == jobs else {
+                throw BenchError("drain check failed: \(completed) completed (\(ok200) with 200), \(dead) dead letters, expected \(jobs)")
+            }
+            var row: [String: Any] = [
+                "kind": kind.rawValue, "n": jobs, "workers": workers, "concurrency": concurrency, "rep": rep,
+                "seconds": Stats.rounded(seconds, 4), "jobs_per_s": Stats.rounded(Double(jobs) / seconds, 1),
+                "db_seconds": Stats.rounded(dbSeconds, 4), "worker_peak_rss_kb": peakKB,
+            ]
+            row["cpu"] = CPUSampler.split(before, after).summary(seconds: seconds)
+            context.log.record("drain", row)
+        } catch {
+            fleet.children.forEach { $0.stop(grace: 5) }
+            throw error
+        }
+    }
+}

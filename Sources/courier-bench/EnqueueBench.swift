@@ -1,0 +1,85 @@
+import CourierStore
+import Foundation
+import Postgres
+
+/// Enqueue throughput (issue 2): 100k NDJSON lines through `jobctl enqueue --ndjson`
+/// (timed end to end: process start to exit), the same file in process with
+/// `JobsTable.enqueueMany` (parse and COPY timed apart), and SQL `courier.enqueue`
+/// called in a loop on one connection, each call its own autocommit transaction.
+struct EnqueueBench {
+    let context: BenchContext
+    let lines: Int
+    let sqlCalls: Int
+
+    /// A realistic webhook line: POST with a small JSON body; jobs are never run.
+    static func line(_ index: Int) -> String {
+        #"{"url":"http://127.0.0.1:18080/hooks/\#(index % 100)","body":{"event":"order.paid","order":\#(index)},"queue":"enq"}"#
+    }
+
+    func ndjsonFile() throws -> String {
+        let path = context.workDirectory + "/enqueue-\(lines).ndjson"
+        if !FileManager.default.fileExists(atPath: path) {
+            var text = ""
+            text.reserveCapacity(lines * 100)
+            for index in 0..<lines { text += Self.line(index) + "\n" }
+            try text.write(toFile: path, atomically: true, encoding: .utf8)
+        }
+        return path
+    }
+
+    func run(rep: Int) throws {
+        let file = try ndjsonFile()
+        let connection = try context.connect()
+        defer { connection.close() }
+
+        // 1. jobctl, end to end.
+        try context.resetQueue(connection)
+        let started = monotonicSeconds()
+        let jobctl = try ChildProcess(context.binDirectory + "/jobctl",
+                                      ["enqueue", "--ndjson", file, "--database-url", context.connectionString],
+                                      logPath: context.workDirectory + "/jobctl-enqueue.log")
+        guard jobctl.wait(timeout: 600) == 0 else { throw BenchError("jobctl enqueue failed:\n\(jobctl.output.suffix(2000))") }
+        let jobctlSeconds = monotonicSeconds() - started
+        let loaded = try context.count(connection, "select count(*) from courier.jobs")
+        guard loaded == lines else { throw BenchError("jobctl enqueued \(loaded) jobs, expected \(lines)") }
+
+        // 2. In process: parse and validate, then enqueueMany (COPY into a staging table + INSERT ... SELECT).
+        try context.resetQueue(connection)
+        let t0 = monotonicSeconds()
+        guard let data = FileManager.default.contents(atPath: file) else { throw BenchError("cannot read \(file)") }
+        var requests: [EnqueueRequest] = []
+        requests.reserveCapacity(lines)
+        let now = Date()
+        for line in data.split(separator: UInt8(ascii: "\n")) {
+            let request = try EnqueueRequest(jsonLine: String(decoding: line, as: UTF8.self))
+            try request.validate(now: now)
+            requests.append(request)
+        }
+        let t1 = monotonicSeconds()
+        let result = try JobsTable.enqueueMany(requests, on: connection)
+        let t2 = monotonicSeconds()
+        guard result.inserted == lines else { throw BenchError("enqueueMany inserted \(result.inserted), expected \(lines)") }
+
+        // 3. SQL courier.enqueue, one call per transaction.
+        try context.resetQueue(connection)
+        let sql = "select courier.enqueue(url => $1::text, body => $2::text, queue => 'enq')"
+        let s0 = monotonicSeconds()
+        for index in 0..<sqlCalls {
+            try connection.query(PostgresQuery(unsafeSQL: sql, binds: ["http://127.0.0.1:18080/hooks/\(index % 100)",
+                                                                     #"{"event":"order.paid","order":\#(index)}"#]))
+        }
+        let sqlSeconds = monotonicSeconds() - s0
+        let inserted = try context.count(connection, "select count(*) from courier.jobs")
+        guard inserted == sqlCalls else { throw BenchError("courier.enqueue loop left \(inserted) jobs, expected \(sqlCalls)") }
+        try context.resetQueue(connection)
+
+        context.log.record("enqueue", [
+            "rep": rep, "lines": lines, "sql_calls": sqlCalls,
+            "jobctl_seconds": Stats.rounded(jobctlSeconds, 4), "jobctl_jobs_per_s": Stats.rounded(Double(lines) / jobctlSeconds, 1),
+            "parse_seconds": Stats.rounded(t1 - t0, 4), "copy_seconds": Stats.rounded(t2 - t1, 4),
+            "inprocess_jobs_per_s": Stats.rounded(Double(lines) / (t2 - t0), 1),
+            "copy_jobs_per_s": Stats.rounded(Double(lines) / (t2 - t1), 1),
+            "sql_seconds": Stats.rounded(sqlSeconds, 4), "sql_jobs_per_s": Stats.rounded(Double(sqlCalls) / sqlSeconds, 1),
+        ])
+    }
+}

@@ -1,0 +1,382 @@
+#!/usr/bin/env python3
+"""Builds bench/RESULTS.md from one bench/run.sh run (standard library only).
+
+Usage: report.py RESULTS_DIR > RESULTS.md
+RESULTS_DIR holds courier.jsonl (courier-bench rows), the peers harness rows
+(pgqueuer.jsonl, pgqueuer_http.jsonl, pgbench.csv), env.txt, vmstat.log and phases.log.
+Every figure is the median of the repetitions, with [min .. max].
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import statistics
+import sys
+from collections import defaultdict
+from datetime import datetime
+from pathlib import Path
+
+D = Path(sys.argv[1])
+
+
+def rows(name: str) -> list[dict]:
+    p = D / name
+    if not p.exists():
+        return []
+    return [json.loads(x) for x in p.read_text().splitlines() if x.strip()]
+
+
+courier = rows("courier.jsonl")
+pgq = rows("pgqueuer.jsonl")
+pgq_http = rows("pgqueuer_http.jsonl")
+env = (D / "env.txt").read_text() if (D / "env.txt").exists() else ""
+
+
+def med(xs):
+    return statistics.median(xs) if xs else float("nan")
+
+
+def cell(xs, fmt="{:,.0f}"):
+    if not xs:
+        return "–"
+    if len(xs) == 1:
+        return fmt.format(xs[0])
+    return f"{fmt.format(med(xs))} [{fmt.format(min(xs))} .. {fmt.format(max(xs))}]"
+
+
+def by(rs, *keys):
+    out = defaultdict(list)
+    for r in rs:
+        out[tuple(r.get(k) for k in keys)].append(r)
+    return out
+
+
+def env_value(prefix: str) -> str:
+    for line in env.splitlines():
+        if line.startswith(prefix):
+            return line[len(prefix):].strip()
+    return "?"
+
+
+out: list[str] = []
+w = out.append
+
+# ------------------------------------------------------------------ collect headline figures
+drain = [r for r in courier if r["bench"] == "drain"]
+noop = by([r for r in drain if r["kind"] == "noop"], "workers", "concurrency")
+http = by([r for r in drain if r["kind"] == "http"], "workers", "concurrency")
+
+
+def best(groups):
+    """(key, rows) of the configuration with the highest median jobs/s."""
+    if not groups:
+        return None, []
+    k = max(groups, key=lambda k: med([r["jobs_per_s"] for r in groups[k]]))
+    return k, groups[k]
+
+
+def best_for_workers(groups, workers):
+    return best({k: v for k, v in groups.items() if k[0] == workers})
+
+
+pgq_drain = by([r for r in pgq if r["kind"] == "drain"], "procs", "qms_per_proc", "batch_size")
+pgq_best_key, pgq_best = best(pgq_drain)
+pgq_best_med = med([r["jobs_per_s"] for r in pgq_best])
+pgbench_rows = by([r for r in courier if r["bench"] == "pgbench"], "clients")
+raw_limit_key, raw_limit_rows = best(pgbench_rows)
+raw_limit_med = med([r["jobs_per_s"] for r in raw_limit_rows])
+pgqh = by([r for r in pgq_http if r.get("mode", r.get("kind")) == "drain"], "procs", "batch_size", "max_concurrent_tasks")
+pgqh_best_key, pgqh_best = best(pgqh)
+pgqh_best_med = med([r["jobs_per_s"] for r in pgqh_best])
+lat = [r for r in courier if r["bench"] == "latency"]
+pgq_lat = [r for r in pgq if r["kind"] == "latency"]
+mem = [r for r in courier if r["bench"] == "memory"]
+enq = [r for r in courier if r["bench"] == "enqueue"]
+pgq_enq = [r for r in pgq if r["kind"] == "enqueue"]
+
+
+def ratio(a, b):
+    return a / b if b and b == b and a == a else float("nan")
+
+
+def verdict(ok):
+    return "**met**" if ok else "**missed**"
+
+
+# ------------------------------------------------------------------ header
+w("# Courier benchmark results")
+w("")
+w(f"Run of `bench/run.sh` started {env_value('date:')}; Courier commit {env_value('courier commit:')}. "
+  "Every Courier figure uses the release build. Every cell is the median of the repetitions "
+  "[min .. max]. Courier and the peers ran in the same run, interleaved by repetition, on the "
+  "same private PostgreSQL, so the figures can be compared with each other (not with other runs).")
+w("")
+w("**Reproduce:** `bench/run.sh` (knobs at the top of the script; `QUICK=1` for a smoke run). "
+  "It installs what is missing (Debian packages; the peers' venv from their `requirements.lock`), "
+  "builds with `swift build -c release`, starts a private PostgreSQL with `jobctl devdb start` "
+  "(default durability, no `--fast`), copies `../shared/bench/peers` and runs its scripts against "
+  "that cluster (PGHOST/PGPORT/PGUSER point at it; its superuser is `courier`), starts the peers' "
+  "nginx (`http/nginx.conf`, prefix `/tmp/bench-nginx/`), records `vmstat 1` throughout, and "
+  "writes this file from the raw rows in `bench/results/`.")
+w("")
+
+# ------------------------------------------------------------------ headline
+w("## Headline")
+w("")
+w("| figure | Courier | reference (same run) | ratio | aim | |")
+w("|---|---|---|---|---|---|")
+rows_out = []
+for workers in (1, 2):
+    k, rs = best_for_workers(noop, workers)
+    if rs:
+        m = med([r["jobs_per_s"] for r in rs])
+        rows_out.append((workers, k, m))
+        w(f"| no-op drain, {workers} worker{'s' if workers > 1 else ''} (best: --concurrency {k[1]}) | "
+          f"{cell([r['jobs_per_s'] for r in rs])} jobs/s | PgQueuer best {pgq_best_med:,.0f} | "
+          f"{ratio(m, pgq_best_med):.2f}× | ≥ 2× | {verdict(ratio(m, pgq_best_med) >= 2)} |")
+if rows_out:
+    m = max(x[2] for x in rows_out)
+    w(f"| no-op drain, best vs raw-SQL limit | {m:,.0f} jobs/s | Courier's claim+ack under pgbench, "
+      f"{raw_limit_key[0] if raw_limit_key else '?'} clients: {raw_limit_med:,.0f} | {ratio(m, raw_limit_med):.0%} | ≥ 50% | "
+      f"{verdict(ratio(m, raw_limit_med) >= 0.5)} |")
+for workers in (1, 2):
+    k, rs = best_for_workers(http, workers)
+    if rs:
+        m = med([r["jobs_per_s"] for r in rs])
+        w(f"| HTTP drain (nginx), {workers} worker{'s' if workers > 1 else ''} (best: --concurrency {k[1]}) | "
+          f"{cell([r['jobs_per_s'] for r in rs])} jobs/s | PgQueuer+aiohttp best {pgqh_best_med:,.0f} | "
+          f"{ratio(m, pgqh_best_med):.2f}× | ≥ 2× | {verdict(ratio(m, pgqh_best_med) >= 2)} |")
+if lat:
+    p99 = [r["from_commit"]["p99_ms"] for r in lat]
+    p50 = [r["from_commit"]["p50_ms"] for r in lat]
+    q99 = [r["p99_ms"] for r in pgq_lat]
+    w(f"| pickup latency p99, commit → request at server | {cell(p99, '{:.2f}')} ms (p50 {cell(p50, '{:.2f}')}) | "
+      f"PgQueuer p99 {cell(q99, '{:.2f}')} ms (enqueue call → handler) | "
+      f"{ratio(med(p99), med(q99)):.2f}× | ≤ 1× | {verdict(med(p99) <= med(q99))} |")
+    e99 = [r["from_enqueue_call"]["p99_ms"] for r in lat]
+    w(f"| pickup latency p99, measured as PgQueuer is (from before the enqueue call) | {cell(e99, '{:.2f}')} ms | "
+      f"PgQueuer p99 {cell(q99, '{:.2f}')} ms | {ratio(med(e99), med(q99)):.2f}× | (same) | {verdict(med(e99) <= med(q99))} |")
+for r in mem:
+    mb = r["inflight_rss_kb"] / 1024
+    w(f"| worker RSS, --concurrency {r['concurrency']}, {r['requests_in_flight']} slow requests in flight | "
+      f"{mb:.1f} MB (idle {r['idle_rss_kb'] / 1024:.1f} MB) | – | – | ≤ 60 MB | {verdict(mb <= 60)} |")
+if enq:
+    j = [r["jobctl_jobs_per_s"] for r in enq]
+    w(f"| bulk enqueue, `jobctl enqueue --ndjson` {enq[0]['lines']:,} lines, end to end | {cell(j)} jobs/s | "
+      f"PgQueuer `enqueue` chunks of 1000: {cell([r['jobs_per_s'] for r in pgq_enq])} | "
+      f"{ratio(med(j), med([r['jobs_per_s'] for r in pgq_enq])):.2f}× | ≥ 50k jobs/s | {verdict(med(j) >= 50000)} |")
+    c = [r["copy_jobs_per_s"] for r in enq]
+    w(f"| bulk enqueue, in process `JobsTable.enqueueMany` only (parsed requests → committed) | {cell(c)} jobs/s | – | – | – | |")
+    s = [r["sql_jobs_per_s"] for r in enq]
+    w(f"| SQL `courier.enqueue` in a loop, one call per transaction | {cell(s)} jobs/s | – | – | – | |")
+w("")
+
+# ------------------------------------------------------------------ machine
+w("## Machine and noise")
+w("")
+w("| item | value |")
+w("|---|---|")
+for key in ("host:", "cpus:", "mem:", "postgres:", "pgbench:", "nginx:", "wrk:", "python:", "swift:",
+            "loadavg at start:", "loadavg at end:", "pg_test_fsync at start:", "pg_test_fsync at end:"):
+    w(f"| {key.rstrip(':')} | {env_value(key)} |")
+settings = [line[3:] for line in env.splitlines() if line.startswith("pg ")]
+w(f"| PostgreSQL settings | {'; '.join(settings)} |")
+peers = [line for line in env.splitlines() if "==" in line]
+w(f"| peers | {', '.join(peers)} |")
+w("")
+
+# vmstat summary per phase
+vm = []
+vpath = D / "vmstat.log"
+if vpath.exists():
+    lines = vpath.read_text().splitlines()
+    names = None
+    for line in lines:
+        parts = line.split()
+        if not parts:
+            continue
+        if parts[0] == "r":
+            names = parts[:-1]  # last is the time-zone label
+            continue
+        if names is None or not parts[0].isdigit():
+            continue
+        try:
+            ts = datetime.fromisoformat(parts[-2] + "T" + parts[-1])
+        except ValueError:
+            continue
+        vm.append((ts, dict(zip(names, map(int, parts[:len(names)])))))
+phases = []
+ppath = D / "phases.log"
+if ppath.exists():
+    for line in ppath.read_text().splitlines():
+        parts = line.split(" ", 2)
+        if len(parts) == 3:
+            phases.append((datetime.fromisoformat(parts[1].rstrip("Z")), parts[2]))
+
+
+def vm_summary(samples):
+    if not samples:
+        return None
+    keys = ("r", "us", "sy", "id", "wa", "st")
+    return {k: statistics.mean(s.get(k, 0) for s in samples) for k in keys} | {"n": len(samples)}
+
+
+if vm:
+    w("`vmstat 1` over the whole run and per phase (means; `r` = runnable threads, cpu columns in %). "
+      "The box has 2 cores shared with other work; `id` near 0 and `r` well above 2 mean the figures "
+      "of that phase were squeezed by load.")
+    w("")
+    w("| phase | seconds | r | us | sy | id | wa | st |")
+    w("|---|---|---|---|---|---|---|---|")
+    allv = vm_summary([s for _, s in vm])
+    w(f"| whole run | {allv['n']} | {allv['r']:.1f} | {allv['us']:.0f} | {allv['sy']:.0f} | {allv['id']:.0f} | {allv['wa']:.0f} | {allv['st']:.0f} |")
+    groups = defaultdict(list)
+    order = []
+    for i, (start, name) in enumerate(phases):
+        end = phases[i + 1][0] if i + 1 < len(phases) else datetime.max
+        label = name.split(" rep ")[0]
+        if label.endswith(" end") or label == "done":
+            continue
+        if label not in groups:
+            order.append(label)
+        groups[label] += [s for ts, s in vm if start <= ts < end]
+    for label in order:
+        v = vm_summary(groups[label])
+        if v:
+            w(f"| {label} | {v['n']} | {v['r']:.1f} | {v['us']:.0f} | {v['sy']:.0f} | {v['id']:.0f} | {v['wa']:.0f} | {v['st']:.0f} |")
+    w("")
+
+# ------------------------------------------------------------------ details
+w("## No-op drain (issue 3)")
+w("")
+w("Method, Courier: N `noop` jobs inserted with one `insert ... select generate_series` and VACUUM ANALYZEd; "
+  "the jobworker processes (`--queues bench --concurrency C`) start, register and sit idle, held off by a forced-open "
+  "breaker row on the jobs' destination (the claim skips it); GO is one transaction that deletes that row and sends "
+  "the NOTIFY, t0 = its COMMIT returned; t1 = the first 5 ms poll that finds no job of the queue left in "
+  "`courier.jobs` (a job leaves it only when its success is committed). Method, PgQueuer (its harness, unchanged): "
+  "jobs pre-enqueued and VACUUM ANALYZEd, workers spawned and READY, t0 = GO, end = the last worker's DONE after its "
+  "drain-mode loop returned. CPU split = cores used on average between t0 and t1 (from /proc): workers, the private "
+  "PostgreSQL's processes, and everything else on the box.")
+w("")
+w("| who | configuration | jobs/s | CPU: workers / postgres / other / idle (cores) | worker peak RSS |")
+w("|---|---|---|---|---|")
+for (workers, conc), rs in sorted(noop.items()):
+    cpu = rs[len(rs) // 2]["cpu"]
+    w(f"| Courier | {workers} × jobworker --concurrency {conc} (N={rs[0]['n']:,}) | {cell([r['jobs_per_s'] for r in rs])} | "
+      f"{cpu['workers_cores']} / {cpu['postgres_cores']} / {cpu['other_cores']} / {cpu['idle_cores']} | "
+      f"{max(r['worker_peak_rss_kb'] for r in rs) / 1024:.1f} MB |")
+for (procs, qms, batch), rs in sorted(pgq_drain.items()):
+    w(f"| PgQueuer | {procs} proc × {qms} QueueManager, batch_size={batch} (N={rs[0]['n']:,}) | "
+      f"{cell([r['jobs_per_s'] for r in rs])} | – | – |")
+w("")
+w("### Raw-SQL limit: pgbench running Courier's own claim and ack statements")
+w("")
+w("The script is generated at run time from `JobsTable.claimSQL` and `JobsTable.completeSQL` "
+  "(`bench/results/courier_claim_complete.sql`): the claim of 100 (as the worker's default claim batch) wrapped in a CTE "
+  "that `\\gset`s the ids and attempts as arrays, then the acknowledgement binding them; each its own autocommit "
+  "transaction (2 commits per 100 jobs, as the worker). `pgbench -n -M prepared -c C -j min(C,2) -T T`, table refilled "
+  "(VACUUM ANALYZE, CHECKPOINT) before every run; jobs/s = rows removed / T. The peers' minimal-schema script "
+  "(`batch100_2tx`, their `run_pgbench.sh`) ran in the same run for reference.")
+w("")
+w("| script | clients | jobs/s | latency per 100-job script (ms) |")
+w("|---|---|---|---|")
+for (clients,), rs in sorted(pgbench_rows.items()):
+    w(f"| Courier claimSQL + completeSQL | {clients} | {cell([r['jobs_per_s'] for r in rs])} | "
+      f"{cell([r['latency_ms'] for r in rs], '{:.2f}')} |")
+pb = D / "pgbench.csv"
+if pb.exists():
+    peer_pb = defaultdict(list)
+    with pb.open() as f:
+        for r in csv.DictReader(f):
+            peer_pb[(r["script"], int(r["clients"]))].append(r)
+    for (script, clients), rs in sorted(peer_pb.items()):
+        w(f"| peers' minimal schema `{script}` | {clients} | {cell([float(r['jobs_per_s']) for r in rs])} | "
+          f"{cell([float(r['lat_ms']) for r in rs], '{:.2f}')} |")
+w("")
+
+w("## HTTP drain (issue 3)")
+w("")
+w("Each job is one GET of `http://127.0.0.1:18080/ok` served by the peers' private nginx "
+  "(`http/nginx.conf`: 1 worker, keep-alive). Courier: same method as the no-op drain, workers with "
+  "`--allow-private-networks`; every job checked to have completed with status 200. PgQueuer + aiohttp: "
+  "its harness (`bench_pgqueuer_http.py drain --client aiohttp --cpu`).")
+w("")
+wrk = D / "wrk.log"
+if wrk.exists():
+    for line in wrk.read_text().splitlines():
+        if line.startswith("Requests/sec"):
+            w(f"nginx alone (`wrk -t1 -c32 -d5s`): {line.split(':')[1].strip()} requests/s.")
+            w("")
+w("| who | configuration | jobs/s | CPU: workers / postgres / other (nginx, kernel, rest of the box) / idle (cores) |")
+w("|---|---|---|---|")
+for (workers, conc), rs in sorted(http.items()):
+    cpu = rs[len(rs) // 2]["cpu"]
+    w(f"| Courier | {workers} × jobworker --concurrency {conc} (N={rs[0]['n']:,}) | {cell([r['jobs_per_s'] for r in rs])} | "
+      f"{cpu['workers_cores']} / {cpu['postgres_cores']} / {cpu['other_cores']} / {cpu['idle_cores']} |")
+for (procs, batch, maxt), rs in sorted(pgqh.items()):
+    cpu = rs[len(rs) // 2].get("cpu_cores_avg", {})
+    w(f"| PgQueuer + aiohttp | {procs} procs, batch_size={batch}, max_concurrent_tasks={maxt} (N={rs[0]['n']:,}) | "
+      f"{cell([r['jobs_per_s'] for r in rs])} | {cpu.get('workers', '?')} / {cpu.get('postgres', '?')} / "
+      f"{cpu.get('other', '?')} / – (pidstat) |")
+w("")
+
+w("## Pickup latency (issue 3)")
+w("")
+w("Courier: one idle jobworker (`--concurrency 32`); the bench process calls SQL `courier.enqueue` (one transaction "
+  "each) every 20 ms; per job, from the moment COMMIT returned to the moment the loopback FaultServer in the same "
+  "process had read the job's GET (CLOCK_MONOTONIC on both sides). Also shown from just before the enqueue call, which "
+  "is what the peers harness measures. PgQueuer: its harness (`bench_pgqueuer.py latency`, 1 worker, defaults): "
+  "`time.time()` before the enqueue call to the no-op handler's first line.")
+w("")
+w("| who | measured | p50 ms | p90 ms | p99 ms | max ms |")
+w("|---|---|---|---|---|---|")
+for label, key in (("commit → request read by server", "from_commit"), ("before enqueue call → request read", "from_enqueue_call"),
+                   ("enqueue call + commit alone", "enqueue_commit_ms")):
+    if lat:
+        w(f"| Courier | {label} (n={lat[0]['n']}) | " + " | ".join(
+            cell([r[key][p] for r in lat], "{:.2f}") for p in ("p50_ms", "p90_ms", "p99_ms", "max_ms")) + " |")
+if pgq_lat:
+    w(f"| PgQueuer | before enqueue call → handler (n={pgq_lat[0]['n']}) | " + " | ".join(
+        cell([r[p] for r in pgq_lat], "{:.2f}") for p in ("p50_ms", "p90_ms", "p99_ms", "max_ms")) + " |")
+w("")
+
+w("## Memory (issue 3)")
+w("")
+w("One jobworker at `--concurrency N`, N GET jobs to two loopback FaultServers (two ports, because libcurl allows 128 "
+  "connections per host and port by default) that answer after a delay; RSS (VmRSS) sampled every 100 ms for 1.5 s "
+  "once all N requests had reached the servers.")
+w("")
+w("| concurrency | requests in flight | idle RSS | RSS in flight | VmHWM | threads |")
+w("|---|---|---|---|---|---|")
+for r in mem:
+    w(f"| {r['concurrency']} | {r['requests_in_flight']} | {r['idle_rss_kb'] / 1024:.1f} MB | {r['inflight_rss_kb'] / 1024:.1f} MB | "
+      f"{r['hwm_kb'] / 1024:.1f} MB | {r['threads']} |")
+w("")
+
+w("## Enqueue (issue 2)")
+w("")
+if enq:
+    w(f"{enq[0]['lines']:,} NDJSON lines (`{{\"url\": ..., \"body\": {{...}}, \"queue\": \"enq\"}}`): `jobctl enqueue --ndjson FILE` "
+      "timed from process start to exit; the same file in process: parse + validate (`EnqueueRequest(jsonLine:)`), then "
+      "`JobsTable.enqueueMany` (COPY into a staging table, INSERT ... SELECT, one transaction). "
+      f"SQL: `select courier.enqueue(url => $1, body => $2, queue => 'enq')` {enq[0]['sql_calls']:,} times on one "
+      "connection, autocommit (each call waits for its commit's WAL flush).")
+    w("")
+    w("| path | jobs/s | seconds |")
+    w("|---|---|---|")
+    w(f"| jobctl enqueue --ndjson, end to end | {cell([r['jobctl_jobs_per_s'] for r in enq])} | {cell([r['jobctl_seconds'] for r in enq], '{:.2f}')} |")
+    w(f"| in process: parse + validate | {cell([r['lines'] / r['parse_seconds'] for r in enq])} | {cell([r['parse_seconds'] for r in enq], '{:.2f}')} |")
+    w(f"| in process: enqueueMany (COPY + INSERT, commit) | {cell([r['copy_jobs_per_s'] for r in enq])} | {cell([r['copy_seconds'] for r in enq], '{:.2f}')} |")
+    w(f"| in process: both | {cell([r['inprocess_jobs_per_s'] for r in enq])} | – |")
+    w(f"| SQL courier.enqueue loop | {cell([r['sql_jobs_per_s'] for r in enq])} | {cell([r['sql_seconds'] for r in enq], '{:.2f}')} |")
+    if pgq_enq:
+        w(f"| PgQueuer `Queries.enqueue`, chunks of 1000 (its harness) | {cell([r['jobs_per_s'] for r in pgq_enq])} | – |")
+    w("")
+
+notes = Path(__file__).with_name("notes.md")
+if notes.exists():
+    w(notes.read_text().rstrip())
+    w("")
+
+print("\n".join(out))

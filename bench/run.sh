@@ -1,0 +1,222 @@
+#!/usr/bin/env bash
+# Courier's benchmarks, with the peers harness (../shared/bench/peers) in the same run,
+# on a private PostgreSQL with default durability. Writes bench/RESULTS.md and keeps the
+# raw rows in bench/results/.
+#
+#   bench/run.sh                 # everything, ~20-25 min on the 2-core reference box
+#   QUICK=1 bench/run.sh         # small sizes, 1 rep: checks the harness in ~4 min (figures not comparable)
+#   ONLY="drain latency" bench/run.sh   # subset of: pgbench drain http latency memory enqueue
+#
+# Knobs (environment), defaults in brackets:
+#   REPS [3]                 repetitions of every measurement (median reported)
+#   DRAIN_N [100000]         no-op jobs per drain (Courier and PgQueuer)
+#   DRAIN_WORKERS ["1,2"]    jobworker processes;  DRAIN_CONC ["64,256,1024"]  --concurrency values tried
+#   PGQ_CONFIGS              PgQueuer drain configs "procs qms batch;..." ["2 1 500;2 2 250;1 1 500"]
+#   HTTP_N [50000]           GET jobs per HTTP drain;  HTTP_WORKERS ["1,2"];  HTTP_CONC ["64,256"]
+#   PGQ_HTTP_CONFIGS         PgQueuer+aiohttp "procs batch max_tasks;..." ["2 100 1000"] (its best in RESULTS.md)
+#   LAT_N [500]  LAT_INTERVAL_MS [20]      pickup latency: single enqueues, this far apart
+#   MEM_CONC [256]  MEM_DELAY [10]         memory: in-flight slow requests, seconds each takes
+#   ENQ_LINES [100000]  ENQ_SQL_CALLS [10000]   enqueue: NDJSON lines; courier.enqueue calls
+#   PGB_CLIENTS ["1,2,4"]  PGB_T [5]  PGB_FILL [600000]   raw-SQL limit (pgbench) clients, seconds, rows
+#   PEERS_PGB_REPS [1]       reps of the peers' minimal-schema pgbench (each refills 1.5M rows)
+#   PG_PORT [54350]  RUN_DIR [/tmp/courier-bench-run]  PEERS_DIR [<repo>/../shared/bench/peers]
+#   VENV [/tmp/peers-venv]   KEEP_DB=1 leaves the private PostgreSQL running afterwards
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$ROOT"
+
+QUICK="${QUICK:-0}"
+if [ "$QUICK" = 1 ]; then
+  : "${REPS:=1}" "${DRAIN_N:=20000}" "${HTTP_N:=10000}" "${LAT_N:=100}" "${MEM_DELAY:=4}" "${ENQ_LINES:=20000}"
+  : "${ENQ_SQL_CALLS:=1000}" "${PGB_T:=2}" "${PGB_FILL:=200000}" "${DRAIN_CONC:=256}" "${HTTP_CONC:=256}"
+  : "${PGQ_CONFIGS:=2 1 500}"
+fi
+REPS="${REPS:-3}"
+ONLY="${ONLY:-pgbench drain http latency memory enqueue}"
+DRAIN_N="${DRAIN_N:-100000}"; DRAIN_WORKERS="${DRAIN_WORKERS:-1,2}"; DRAIN_CONC="${DRAIN_CONC:-64,256,1024}"
+PGQ_CONFIGS="${PGQ_CONFIGS:-2 1 500;2 2 250;1 1 500}"
+HTTP_N="${HTTP_N:-50000}"; HTTP_WORKERS="${HTTP_WORKERS:-1,2}"; HTTP_CONC="${HTTP_CONC:-64,256}"
+PGQ_HTTP_CONFIGS="${PGQ_HTTP_CONFIGS:-2 100 1000}"
+LAT_N="${LAT_N:-500}"; LAT_INTERVAL_MS="${LAT_INTERVAL_MS:-20}"
+MEM_CONC="${MEM_CONC:-256}"; MEM_DELAY="${MEM_DELAY:-10}"
+ENQ_LINES="${ENQ_LINES:-100000}"; ENQ_SQL_CALLS="${ENQ_SQL_CALLS:-10000}"
+PGB_CLIENTS="${PGB_CLIENTS:-1,2,4}"; PGB_T="${PGB_T:-5}"; PGB_FILL="${PGB_FILL:-600000}"
+PG_PORT="${PG_PORT:-54350}"
+RUN_DIR="${RUN_DIR:-/tmp/courier-bench-run}"
+PEERS_DIR="${PEERS_DIR:-$ROOT/../shared/bench/peers}"
+VENV="${VENV:-/tmp/peers-venv}"
+NGINX_PREFIX=/tmp/bench-nginx/    # fixed by the peers' http/nginx.conf (pid, temp paths)
+
+say() { echo "## $(date -u +%FT%TZ) $*" | tee -a "$RUN_DIR/phases.log"; }
+need_root_install() {
+  if [ "$(id -u)" != 0 ]; then echo "missing: $*; install them (apt-get install -y $*) or run as root" >&2; exit 1; fi
+  [ -n "${APT_UPDATED:-}" ] || { apt-get update -qq; APT_UPDATED=1; }
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
+
+# ---- 1. what the run needs (Debian packages; PyPI for the peers' venv, first run only)
+missing=()
+[ -x /usr/lib/postgresql/15/bin/initdb ] || missing+=(postgresql-15)
+[ -x /usr/lib/postgresql/15/bin/pgbench ] || missing+=(postgresql-15)
+command -v psql >/dev/null || missing+=(postgresql-client-15)
+pkg-config --exists libpq 2>/dev/null || missing+=(libpq-dev)
+pkg-config --exists libcurl 2>/dev/null || missing+=(libcurl4-openssl-dev)
+command -v nginx >/dev/null || missing+=(nginx-light)
+command -v wrk >/dev/null || missing+=(wrk)
+command -v pidstat >/dev/null || missing+=(sysstat)
+command -v vmstat >/dev/null || missing+=(procps)
+python3 -c 'import venv, ensurepip' 2>/dev/null || missing+=(python3-venv)
+[ ${#missing[@]} = 0 ] || need_root_install $(printf '%s\n' "${missing[@]}" | sort -u)
+[ -d "$PEERS_DIR" ] || { echo "peers harness not found at $PEERS_DIR (set PEERS_DIR)" >&2; exit 1; }
+
+# ---- 2. release build
+swift build -c release -j 2 --product jobworker >/dev/null
+swift build -c release -j 2 --product jobctl >/dev/null
+swift build -c release -j 2 --product courier-bench >/dev/null
+BIN="$(swift build -c release --show-bin-path)"
+
+# ---- 3. run directory, private PostgreSQL (default durability: no --fast), peers copy + venv
+rm -rf "$RUN_DIR"
+mkdir -p "$RUN_DIR/work"
+: > "$RUN_DIR/phases.log"
+"$BIN/jobctl" devdb start --dir "$RUN_DIR/pg" --port "$PG_PORT" >/dev/null
+# The peers harness reaches PostgreSQL through libpq's defaults: point them at the devdb,
+# whose superuser is 'courier' (it expects the OS user to be a superuser role).
+export PGHOST="$RUN_DIR/pg/run" PGPORT="$PG_PORT" PGUSER=courier PGDATABASE=postgres
+cp -r "$PEERS_DIR" "$RUN_DIR/peers"
+chmod -R u+w "$RUN_DIR/peers"
+rm -rf "$RUN_DIR/peers/results"; mkdir -p "$RUN_DIR/peers/results"
+if [ ! -x "$VENV/bin/python" ]; then
+  python3 -m venv "$VENV"
+  "$VENV/bin/pip" install -q --upgrade pip
+  "$VENV/bin/pip" install -q -r "$RUN_DIR/peers/requirements.lock"
+fi
+PY="$VENV/bin/python"
+
+cleanup() {
+  [ -n "${VMSTAT_PID:-}" ] && kill "$VMSTAT_PID" 2>/dev/null || true
+  [ -f "$NGINX_PREFIX/nginx.pid" ] && nginx -c "$RUN_DIR/peers/http/nginx.conf" -p "$NGINX_PREFIX" -s quit 2>/dev/null || true
+  [ "${KEEP_DB:-0}" = 1 ] || "$BIN/jobctl" devdb stop --dir "$RUN_DIR/pg" --port "$PG_PORT" >/dev/null 2>&1 || true
+}
+trap cleanup EXIT
+
+# ---- 4. environment snapshot and machine-noise monitor
+{
+  echo "date: $(date -u +%FT%TZ)"
+  echo "host: $(uname -srm)"
+  echo "cpus: $(nproc) x$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-)"
+  echo "mem: $(free -g | awk '/Mem:/{print $2}') GiB"
+  echo "loadavg at start: $(cat /proc/loadavg)"
+  echo "courier commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (with uncommitted changes)')"
+  echo "swift: $(swift --version 2>&1 | head -1)"
+  echo "postgres: $(psql -AtX -c 'select version()')"
+  for s in synchronous_commit fsync wal_sync_method shared_buffers max_wal_size checkpoint_timeout max_connections commit_delay jit; do
+    echo "pg $s = $(psql -AtX -c "show $s")"
+  done
+  echo "pgbench: $(/usr/lib/postgresql/15/bin/pgbench --version)"
+  echo "nginx: $(nginx -v 2>&1)"
+  echo "wrk: $(wrk -v 2>&1 | head -1)"
+  echo "python: $("$PY" --version)"
+  "$PY" -m pip freeze | grep -Ei '^(pgqueuer|asyncpg|uvloop|aiohttp)=='
+} > "$RUN_DIR/env.txt"
+cat "$RUN_DIR/env.txt"
+fsync_probe() {   # one 8 kB write + fdatasync, as the WAL does at every commit
+  /usr/lib/postgresql/15/bin/pg_test_fsync -s 1 -f "$RUN_DIR/work/fsync.tmp" 2>&1 | grep -m1 -E '^ +fdatasync ' | tr -s ' ' || true
+  rm -f "$RUN_DIR/work/fsync.tmp"
+}
+echo "pg_test_fsync at start: $(fsync_probe)" >> "$RUN_DIR/env.txt"
+stdbuf -oL vmstat -n -t 1 > "$RUN_DIR/vmstat.log" &
+VMSTAT_PID=$!
+
+CB=("$BIN/courier-bench")
+COMMON=(--db courier_bench --bin-dir "$BIN" --work-dir "$RUN_DIR/work" --out "$RUN_DIR/courier.jsonl" --pg-data "$RUN_DIR/pg/data")
+"${CB[@]}" setup "${COMMON[@]}"
+has() { [[ " $ONLY " == *" $1 "* ]]; }
+PEERS=(env -C "$RUN_DIR/peers")
+
+# ---- 5. raw-SQL limits (pgbench): Courier's own claim+ack, and the peers' minimal schema
+if has pgbench; then
+  say "pgbench start"
+  "${CB[@]}" pgbench "${COMMON[@]}" --clients "$PGB_CLIENTS" --duration "$PGB_T" --fill "$PGB_FILL" --batch 100 --reps "$REPS"
+  "${PEERS[@]}" env REPS="${PEERS_PGB_REPS:-1}" SCRIPTS=batch100_2tx MODES=on CLIENTS="${PGB_CLIENTS//,/ }" DURATION="$PGB_T" ./run_pgbench.sh > "$RUN_DIR/work/peers_pgbench.log"
+  say "pgbench end"
+fi
+
+# ---- 6. no-op drain: Courier and PgQueuer, interleaved by repetition
+if has drain; then
+  "${PEERS[@]}" "$PY" bench_pgqueuer.py setup > "$RUN_DIR/work/pgq_setup.log" 2>&1
+  for rep in $(seq 1 "$REPS"); do
+    say "courier drain rep $rep"
+    "${CB[@]}" drain "${COMMON[@]}" --kind noop --jobs "$DRAIN_N" --workers "$DRAIN_WORKERS" --concurrency "$DRAIN_CONC" --reps 1
+    say "pgqueuer drain rep $rep"
+    IFS=';' read -ra cfgs <<< "$PGQ_CONFIGS"
+    for cfg in "${cfgs[@]}"; do
+      set -- $cfg
+      "${PEERS[@]}" "$PY" bench_pgqueuer.py drain --n "$DRAIN_N" --procs "$1" --qms "$2" --batch "$3" --reps 1
+    done
+  done
+  say "drain end"
+fi
+
+# ---- 7. HTTP drain against the peers' private nginx
+if has http; then
+  if ss -ltn 2>/dev/null | grep -q '127.0.0.1:18080 '; then echo "port 127.0.0.1:18080 is busy; the peers' nginx.conf needs it" >&2; exit 1; fi
+  mkdir -p "$NGINX_PREFIX"
+  nginx -c "$RUN_DIR/peers/http/nginx.conf" -p "$NGINX_PREFIX"
+  sleep 0.5
+  say "wrk"
+  wrk -t1 -c32 -d5s --latency http://127.0.0.1:18080/ok > "$RUN_DIR/work/wrk.log" 2>&1
+  "${PEERS[@]}" "$PY" bench_pgqueuer_http.py setup > "$RUN_DIR/work/pgq_http_setup.log" 2>&1
+  for rep in $(seq 1 "$REPS"); do
+    say "courier http rep $rep"
+    "${CB[@]}" drain "${COMMON[@]}" --kind http --url http://127.0.0.1:18080/ok --jobs "$HTTP_N" --workers "$HTTP_WORKERS" --concurrency "$HTTP_CONC" --reps 1
+    say "pgqueuer http rep $rep"
+    IFS=';' read -ra cfgs <<< "$PGQ_HTTP_CONFIGS"
+    for cfg in "${cfgs[@]}"; do
+      set -- $cfg
+      "${PEERS[@]}" "$PY" bench_pgqueuer_http.py drain --n "$HTTP_N" --procs "$1" --batch "$2" --max-tasks "$3" --client aiohttp --reps 1 --cpu
+    done
+  done
+  nginx -c "$RUN_DIR/peers/http/nginx.conf" -p "$NGINX_PREFIX" -s quit
+  say "http end"
+fi
+
+# ---- 8. pickup latency
+if has latency; then
+  say "latency"
+  "${PEERS[@]}" "$PY" bench_pgqueuer.py setup > "$RUN_DIR/work/pgq_setup2.log" 2>&1
+  for rep in $(seq 1 "$REPS"); do
+    "${CB[@]}" latency "${COMMON[@]}" --jobs "$LAT_N" --interval-ms "$LAT_INTERVAL_MS" --reps 1
+    "${PEERS[@]}" "$PY" bench_pgqueuer.py latency --n "$LAT_N" --interval "$(python3 -c "print($LAT_INTERVAL_MS/1000)")" --procs 1 --qms 1 --batch 10 --reps 1
+  done
+  say "latency end"
+fi
+
+# ---- 9. memory
+if has memory; then
+  say "memory"
+  "${CB[@]}" memory "${COMMON[@]}" --concurrency "$MEM_CONC" --delay "$MEM_DELAY"
+fi
+
+# ---- 10. enqueue (issue 2), with PgQueuer's bulk enqueue for context
+if has enqueue; then
+  say "enqueue"
+  "${CB[@]}" enqueue "${COMMON[@]}" --lines "$ENQ_LINES" --sql-calls "$ENQ_SQL_CALLS" --reps "$REPS"
+  "${PEERS[@]}" "$PY" bench_pgqueuer.py setup > "$RUN_DIR/work/pgq_setup3.log" 2>&1
+  "${PEERS[@]}" "$PY" bench_pgqueuer.py enqueue --n "$ENQ_LINES" --chunk 1000 --reps "$REPS"
+  say "enqueue end"
+fi
+
+say "done"
+echo "pg_test_fsync at end: $(fsync_probe)" >> "$RUN_DIR/env.txt"
+echo "loadavg at end: $(cat /proc/loadavg)" >> "$RUN_DIR/env.txt"
+kill "$VMSTAT_PID" 2>/dev/null || true
+
+# ---- 11. report
+OUT_RESULTS="${OUT_RESULTS:-$ROOT/bench/results}"
+rm -rf "$OUT_RESULTS"; mkdir -p "$OUT_RESULTS"
+cp "$RUN_DIR"/{courier.jsonl,env.txt,vmstat.log,phases.log} "$OUT_RESULTS"/
+cp "$RUN_DIR"/peers/results/*.jsonl "$RUN_DIR"/peers/results/*.csv "$OUT_RESULTS"/ 2>/dev/null || true
+cp "$RUN_DIR/work/courier_claim_complete.sql" "$RUN_DIR/work/wrk.log" "$OUT_RESULTS"/ 2>/dev/null || true
+python3 "$ROOT/bench/report.py" "$OUT_RESULTS" > "${OUT_MD:-$ROOT/bench/RESULTS.md}"
+echo "wrote ${OUT_MD:-$ROOT/bench/RESULTS.md} (raw rows in $OUT_RESULTS)"
