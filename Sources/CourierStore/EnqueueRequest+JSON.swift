@@ -48,8 +48,14 @@ extension EnqueueRequest {
         if let value = object["body"], !(value is NSNull) {
             if let text = value as? String {
                 body = text
-            } else if let data = try? JSONSerialization.data(withJSONObject: value, options: [.fragmentsAllowed, .sortedKeys]) {
-                body = String(decoding: data, as: UTF8.self)
+            } else {
+                // Any other JSON value is sent as its JSON text, exactly as written in the line.
+                let bytes = Array(jsonLine.utf8)
+                if let range = JSONMemberScanner.valueRange(of: "body", in: bytes) {
+                    body = String(decoding: bytes[range], as: UTF8.self)
+                } else if let data = try? JSONSerialization.data(withJSONObject: value, options: [.fragmentsAllowed]) {
+                    body = String(decoding: data, as: UTF8.self)
+                }
             }
         }
         if let value = object["queue"] { queue = try Self.string(value, field: "queue") }

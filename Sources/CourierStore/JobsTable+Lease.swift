@@ -2,8 +2,11 @@ import Foundation
 import Postgres
 
 /// Leasing and acknowledging. Every write about a running job is fenced: it
-/// matches the job's id, the attempt the lease was for, the worker holding it and
-/// state `running`, so a late write from a worker that lost its lease changes nothing.
+/// matches the job's id, the attempt the lease was for and the worker holding it, so
+/// a late write from a worker that lost its lease changes nothing. (Every way out of
+/// `running` clears `leased_by`, so `leased_by = worker` already implies `running`;
+/// repeating `state = 'running'` only tempts the planner into scanning every running
+/// row through the partial lease index instead of probing the primary key.)
 /// Times always come from the database's clock.
 extension JobsTable {
     /// Leases up to `limit` runnable jobs of `queue` to `worker`, in priority, run_at,
@@ -115,7 +118,7 @@ extension JobsTable {
                 held_since = case when courier.breaker_holds(j.destination) then now() end
             from unnest(\(retries.map(\.id)), \(retries.map(\.attempt)), \(retries.map(\.delayMilliseconds)),
                         \(retries.map(\.errorJSON))) as a(id, attempt, delay_ms, error)
-            where j.id = a.id and j.attempt = a.attempt and j.state = 'running' and j.leased_by = \(worker)
+            where j.id = a.id and j.attempt = a.attempt and j.leased_by = \(worker)
             returning j.id
             """).rows.map { try $0.decode(0, as: Int64.self) }
     }
@@ -150,7 +153,7 @@ extension JobsTable {
                 using unnest(\(letters.map(\.id)), \(letters.map(\.attempt)), \(letters.map(\.reason)),
                              \(letters.map { $0.errorJSON ?? "" }), \(letters.map { $0.lastClass ?? "" }),
                              \(letters.map { $0.lastStatus ?? -1 })) as a(id, attempt, reason, error, last_class, last_status)
-                where j.id = a.id and j.attempt = a.attempt and j.state = 'running' and j.leased_by = \(worker)
+                where j.id = a.id and j.attempt = a.attempt and j.leased_by = \(worker)
                 returning j.*, a.reason as dl_reason, a.error as dl_error, a.last_class as dl_class, a.last_status as dl_status
             )
             insert into courier.dead_letters (job_id, reason, kind, queue, priority, destination, method, url, headers,
@@ -176,7 +179,7 @@ extension JobsTable {
             set state = 'available', attempt = j.attempt - 1, leased_by = null, lease_expires_at = null,
                 run_at = greatest(j.run_at, now() + \(notBeforeMilliseconds) * interval '1 millisecond')
             from unnest(\(ids), \(attempts)) as a(id, attempt)
-            where j.id = a.id and j.attempt = a.attempt and j.state = 'running' and j.leased_by = \(worker)
+            where j.id = a.id and j.attempt = a.attempt and j.leased_by = \(worker)
             returning j.id
             """).rows.map { try $0.decode(0, as: Int64.self) }
     }
@@ -189,7 +192,7 @@ extension JobsTable {
         return try connection.query("""
             update courier.jobs
             set lease_expires_at = now() + \(leaseMilliseconds) * interval '1 millisecond'
-            where id = any(\(ids)) and state = 'running' and leased_by = \(worker)
+            where id = any(\(ids)) and leased_by = \(worker)
             returning id, cancel_requested_at is not null
             """).rows.compactMap { row in try row.decode(1, as: Bool.self) ? try row.decode(0, as: Int64.self) : nil }
     }

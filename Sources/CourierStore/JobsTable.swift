@@ -47,8 +47,12 @@ public enum JobsTable {
 
     /// Enqueues many jobs in one transaction with COPY: all or nothing.
     ///
-    /// Each request should have passed `validate()`; the table's CHECK constraints
-    /// are the backstop. Idempotency keys are generated here for `.generated`.
+    /// Each request should have passed `validate()`; the table's constraints are the
+    /// backstop. Idempotency keys are generated here for `.generated`. The common case
+    /// (no `unique_key`, no destination behind an open breaker) is copied straight into
+    /// `courier.jobs`, with destinations derived here and jobs without `run_at` getting
+    /// the transaction's `now()`, exactly as `courier.enqueue` would; otherwise the rows
+    /// go through a staging table so those rules can be applied in SQL.
     /// - Parameter progress: called with the number of rows loaded so far.
     public static func enqueueMany(
         _ requests: [EnqueueRequest],
@@ -56,55 +60,109 @@ public enum JobsTable {
         chunkSize: Int = 20_000,
         progress: ((Int) -> Void)? = nil
     ) throws -> BulkResult {
-        try connection.withTransaction { tx in
-            try tx.simpleQuery("""
-                create temp table if not exists courier_enqueue_stage (
-                    ord bigint, url text, method text, headers jsonb, body text, queue text, priority int,
-                    run_at timestamptz, max_attempts int, deadline timestamptz, idempotency_key text,
-                    unique_key text, destination text, timeout_ms int, expect_content_type text
-                ) on commit delete rows
-                """)
-            var loaded = 0
-            var start = 0
-            while start < requests.count {
-                let end = min(start + chunkSize, requests.count)
-                let rows = requests[start..<end].enumerated().map { offset, request in
-                    Self.stageRow(request, ordinal: start + offset)
-                }
-                loaded += try tx.copyFrom("""
-                    copy courier_enqueue_stage (ord, url, method, headers, body, queue, priority, run_at, max_attempts,
-                        deadline, idempotency_key, unique_key, destination, timeout_ms, expect_content_type) from stdin
-                    """, rows: rows)
-                progress?(loaded)
-                start = end
+        var destinations: [String] = []
+        destinations.reserveCapacity(requests.count)
+        for request in requests {
+            do {
+                destinations.append(try request.resolvedDestination())
+            } catch {
+                throw PostgresError(kind: .invalidArgument, message: "\(error.field): \(error.message)")
             }
-            let inserted = try tx.execute("""
-                insert into courier.jobs (queue, priority, run_at, max_attempts, deadline, destination, method, url,
-                    headers, body, timeout_ms, expect_content_type, idempotency_key, unique_key, held_since)
-                select s.queue, s.priority, coalesce(s.run_at, now()), s.max_attempts, s.deadline, d.destination,
-                    s.method, s.url, s.headers, s.body, s.timeout_ms, s.expect_content_type, s.idempotency_key,
-                    s.unique_key,
-                    -- Jobs for a destination whose breaker is open start out held.
-                    case when held.destination is not null then now() end
-                from courier_enqueue_stage s
-                cross join lateral (select coalesce(s.destination, courier.destination_of(s.url)) as destination) d
-                left join (select destination from courier.breakers where state <> 'closed') held
-                    on held.destination = d.destination
-                order by s.ord
-                on conflict (unique_key) where unique_key is not null do nothing
-                """)
-            try tx.query("select pg_notify('courier_jobs', q.queue) from (select distinct queue from courier_enqueue_stage) q")
-            try tx.simpleQuery("truncate courier_enqueue_stage")
-            return BulkResult(inserted: inserted, skippedByUniqueKey: requests.count - inserted)
+        }
+        return try connection.withTransaction { tx in
+            let distinct = Array(Set(destinations))
+            let anyHeld = try tx.query("""
+                select exists (select 1 from courier.breakers where destination = any(\(distinct)) and state <> 'closed')
+                """).rows[0].decode(0, as: Bool.self)
+            let result: BulkResult
+            if anyHeld || requests.contains(where: { $0.uniqueKey != nil }) {
+                result = try enqueueStaged(requests, on: tx, chunkSize: chunkSize, progress: progress)
+            } else {
+                let now = try tx.query("select now()::text").rows[0].decode(0, as: String.self)
+                var loaded = 0
+                var start = 0
+                while start < requests.count {
+                    let end = min(start + chunkSize, requests.count)
+                    let rows = (start..<end).map { directRow(requests[$0], destination: destinations[$0], now: now) }
+                    loaded += try tx.copyFrom("""
+                        copy courier.jobs (queue, priority, run_at, max_attempts, deadline, destination, method, url, headers,
+                            body, timeout_ms, expect_content_type, idempotency_key) from stdin
+                        """, rows: rows)
+                    progress?(loaded)
+                    start = end
+                }
+                result = BulkResult(inserted: loaded, skippedByUniqueKey: 0)
+            }
+            for queue in Set(requests.map(\.queue)).sorted() {
+                try tx.query("select pg_notify('courier_jobs', \(queue))")
+            }
+            return result
         }
     }
 
-    static func stageRow(_ request: EnqueueRequest, ordinal: Int) -> [String?] {
-        let key: String? = switch request.idempotencyKey {
+    /// The staging path: rows with unique keys, or for destinations held by a breaker.
+    static func enqueueStaged(_ requests: [EnqueueRequest], on tx: PostgresConnection, chunkSize: Int,
+                              progress: ((Int) -> Void)?) throws -> BulkResult {
+        try tx.simpleQuery("""
+            create temp table if not exists courier_enqueue_stage (
+                ord bigint, url text, method text, headers jsonb, body text, queue text, priority int,
+                run_at timestamptz, max_attempts int, deadline timestamptz, idempotency_key text,
+                unique_key text, destination text, timeout_ms int, expect_content_type text
+            ) on commit delete rows
+            """)
+        var loaded = 0
+        var start = 0
+        while start < requests.count {
+            let end = min(start + chunkSize, requests.count)
+            let rows = requests[start..<end].enumerated().map { offset, request in
+                Self.stageRow(request, ordinal: start + offset)
+            }
+            loaded += try tx.copyFrom("""
+                copy courier_enqueue_stage (ord, url, method, headers, body, queue, priority, run_at, max_attempts,
+                    deadline, idempotency_key, unique_key, destination, timeout_ms, expect_content_type) from stdin
+                """, rows: rows)
+            progress?(loaded)
+            start = end
+        }
+        let inserted = try tx.execute("""
+            insert into courier.jobs (queue, priority, run_at, max_attempts, deadline, destination, method, url,
+                headers, body, timeout_ms, expect_content_type, idempotency_key, unique_key, held_since)
+            select s.queue, s.priority, coalesce(s.run_at, now()), s.max_attempts, s.deadline, d.destination,
+                s.method, s.url, s.headers, s.body, s.timeout_ms, s.expect_content_type, s.idempotency_key,
+                s.unique_key,
+                -- Jobs for a destination whose breaker is open start out held.
+                case when held.destination is not null then now() end
+            from courier_enqueue_stage s
+            cross join lateral (select coalesce(s.destination, courier.destination_of(s.url)) as destination) d
+            left join (select destination from courier.breakers where state <> 'closed') held
+                on held.destination = d.destination
+            order by s.ord
+            on conflict (unique_key) where unique_key is not null do nothing
+            """)
+        try tx.simpleQuery("truncate courier_enqueue_stage")
+        return BulkResult(inserted: inserted, skippedByUniqueKey: requests.count - inserted)
+    }
+
+    /// One COPY row for `courier.jobs` itself (the direct path).
+    static func directRow(_ request: EnqueueRequest, destination: String, now: String) -> [String?] {
+        [
+            request.queue, String(request.priority), request.runAt?.postgresText ?? now, String(request.maxAttempts),
+            request.deadline?.postgresText, destination, request.method.uppercased(), request.url, request.headersJSON,
+            request.body, String(request.timeoutMilliseconds), request.expectContentType?.lowercased(),
+            idempotencyKeyText(request.idempotencyKey),
+        ]
+    }
+
+    static func idempotencyKeyText(_ key: EnqueueRequest.IdempotencyKey) -> String? {
+        switch key {
         case .generated: UUID().uuidString.lowercased()
         case .custom(let key): key
         case .none: nil
         }
+    }
+
+    static func stageRow(_ request: EnqueueRequest, ordinal: Int) -> [String?] {
+        let key = idempotencyKeyText(request.idempotencyKey)
         return [
             String(ordinal), request.url, request.method.uppercased(), request.headersJSON, request.body, request.queue,
             String(request.priority), request.runAt?.postgresText, String(request.maxAttempts),

@@ -13,6 +13,7 @@ enum WorkerOptions {
         c.concurrency = try command.int("concurrency", range: 1...10_000) ?? c.concurrency
         c.lease = try command.duration("lease", minimum: .seconds(1)) ?? c.lease
         c.shutdownGrace = try command.duration("shutdown-grace") ?? c.shutdownGrace
+        c.claimBatch = try command.int("claim-batch", range: 1...10_000) ?? c.claimBatch
         c.pollInterval = try command.duration("poll-interval", minimum: .milliseconds(10)) ?? c.pollInterval
         if let strategy = command.value("backoff"), let parsed = BackoffPolicy.Strategy(rawValue: strategy) {
             c.retryPolicy.backoff.strategy = parsed

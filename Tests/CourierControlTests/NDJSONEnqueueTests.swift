@@ -111,7 +111,7 @@ struct NDJSONEnqueueTests {
             let headers = try JSONSerialization.jsonObject(with: Data(try row.decode(1, as: String.self).utf8)) as? [String: Any]
             #expect(headers?["X-A"] as? String == "1")
             #expect((headers?["Authorization"] as? [String: String]) == ["secret": "partner_token"])
-            #expect(try row.decode(2, as: String.self) == #"{"b":[1,2]}"#)
+            #expect(try row.decode(2, as: String.self) == #"{"b": [1, 2]}"#, "a JSON body is stored exactly as written")
             #expect(try row.decode(3, as: String.self) == "q1")
             #expect(try row.decode(4, as: Int.self) == -5)
             #expect(try row.decode(5, as: Date.self) == Date(timeIntervalSince1970: 1_927_857_906))

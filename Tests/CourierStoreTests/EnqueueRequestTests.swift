@@ -16,7 +16,7 @@ import Testing
         #expect(r.method == "put")
         #expect(r.headers.map(\.name) == ["Authorization", "X-A"])
         #expect(r.headers[0].value == .secret(name: "TOKEN"))
-        #expect(r.body == #"{"a":1,"b":2}"#)
+        #expect(r.body == #"{"b":2,"a":1}"#, "a JSON body is kept exactly as written")
         #expect(r.queue == "sync")
         #expect(r.priority == -3)
         #expect(r.runAt == Date(timeIntervalSince1970: 1_893_456_000))
