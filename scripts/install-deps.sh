@@ -9,7 +9,7 @@ if ! command -v swift >/dev/null 2>&1; then
     exit 1
 fi
 
-packages=(postgresql postgresql-contrib libpq-dev libcurl4-openssl-dev pkg-config "$@")
+packages=(postgresql postgresql-contrib libpq-dev libcurl4-openssl-dev pkg-config openssl "$@")
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
