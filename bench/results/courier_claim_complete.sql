@@ -3,7 +3,7 @@
 with claimed as (
 with picked as (
     select c.id from courier.jobs c
-    where c.state = 'available' and c.queue = :queue and c.run_at <= now()
+    where c.state = 'available' and c.held_since is null and c.queue = :queue and c.run_at <= now()
       and not exists (
           select 1 from courier.breakers b
           where b.destination = c.destination
