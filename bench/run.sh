@@ -19,7 +19,7 @@
 #   ENQ_LINES [100000]  ENQ_SQL_CALLS [10000]   enqueue: NDJSON lines; courier.enqueue calls
 #   PGB_CLIENTS ["1,2,4"]  PGB_T [5]  PGB_FILL [600000]   raw-SQL limit (pgbench) clients, seconds, rows
 #   PEERS_PGB_REPS [1]       reps of the peers' minimal-schema pgbench (each refills 1.5M rows)
-#   PG_PORT [54350]  RUN_DIR [/tmp/courier-bench-run]  PEERS_DIR [<repo>/../shared/bench/peers]
+#   PG_PORT [25450]  RUN_DIR [/tmp/courier-bench-run]  PEERS_DIR [<repo>/../shared/bench/peers]
 #   VENV [/tmp/peers-venv]   KEEP_DB=1 leaves the private PostgreSQL running afterwards
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -41,7 +41,7 @@ LAT_N="${LAT_N:-500}"; LAT_INTERVAL_MS="${LAT_INTERVAL_MS:-20}"
 MEM_CONC="${MEM_CONC:-256}"; MEM_DELAY="${MEM_DELAY:-10}"
 ENQ_LINES="${ENQ_LINES:-100000}"; ENQ_SQL_CALLS="${ENQ_SQL_CALLS:-10000}"
 PGB_CLIENTS="${PGB_CLIENTS:-1,2,4}"; PGB_T="${PGB_T:-5}"; PGB_FILL="${PGB_FILL:-600000}"
-PG_PORT="${PG_PORT:-54350}"
+PG_PORT="${PG_PORT:-25450}"
 RUN_DIR="${RUN_DIR:-/tmp/courier-bench-run}"
 PEERS_DIR="${PEERS_DIR:-$ROOT/../shared/bench/peers}"
 VENV="${VENV:-/tmp/peers-venv}"

@@ -11,7 +11,19 @@ bin=$(swift build --show-bin-path)
 
 dir=$(mktemp -d /tmp/courier-test-XXXXXX)
 chmod 755 "$dir"
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])' 2>/dev/null || echo $((20000 + RANDOM % 30000)))
+# A free port below Linux's ephemeral range (32768+), where no client socket can take it.
+port=$(python3 -c '
+import random, socket
+for _ in range(200):
+    p = random.randint(20000, 30999)
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", p)); print(p); break
+    except OSError:
+        pass
+    finally:
+        s.close()
+')
 cleanup() {
     "$bin/jobctl" devdb stop --dir "$dir" >/dev/null 2>&1 || true
     rm -rf "$dir"

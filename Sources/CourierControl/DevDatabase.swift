@@ -13,11 +13,13 @@ public struct DevDatabase: Sendable {
     public struct Configuration: Sendable, Equatable {
         /// Holds `data/`, `run/` (the socket) and `server.log`.
         public var directory: String
+        /// The TCP port. The default, 25432, is below Linux's ephemeral port range, so a
+        /// client connection's leftover local port can never be in the way.
         public var port: Int
         /// Turns off fsync and synchronous commit: fast and unsafe, for test suites only.
         public var fast: Bool
 
-        public init(directory: String, port: Int = 54329, fast: Bool = false) {
+        public init(directory: String, port: Int = 25432, fast: Bool = false) {
             self.directory = directory
             self.port = port
             self.fast = fast

@@ -116,7 +116,7 @@ extension Jobctl {
 
     static func devdb(_ command: ParsedCommand, io: ControlIO) throws {
         let directory = command.value("dir") ?? DevDatabase.Configuration.defaultDirectory(environment: io.environment)
-        let port = try command.int("port", range: 1...65535) ?? 54329
+        let port = try command.int("port", range: 1...65535) ?? 25432
         let database = DevDatabase(configuration: .init(directory: directory, port: port, fast: command.path.last == "start" && command.flag("fast")))
         do {
             switch command.path.last {

@@ -365,7 +365,7 @@ public enum JobctlCommands {
         arguments: [
             .option("dir", value: "DIR", help: "Where the cluster's files live.",
                     environmentVariable: "COURIER_DEVDB_DIR", isGlobal: true),
-            .option("port", value: "PORT", help: "The TCP port to listen on.", defaultValue: "54329", isGlobal: true),
+            .option("port", value: "PORT", help: "The TCP port to listen on.", defaultValue: "25432", isGlobal: true),
         ],
         subcommands: [
             CommandSpec(

@@ -204,7 +204,7 @@ struct JobctlCommandsTests {
         #expect(try started.int("port", range: 1...65535) == 6000)
         // No --dir: the command falls back to COURIER_DEVDB_DIR, then /tmp/courier-devdb-UID.
         #expect(try parse(["devdb", "stop"]).value("dir") == nil)
-        #expect(try parse(["devdb", "stop"]).int("port", range: 1...65535) == 54329)
+        #expect(try parse(["devdb", "stop"]).int("port", range: 1...65535) == 25432)
         #expect(try parse(["devdb", "stop"], environment: ["COURIER_DEVDB_DIR": "/tmp/d"]).value("dir") == "/tmp/d")
     }
 }
