@@ -6,7 +6,7 @@ import Postgres
 
 /// What a backlog for an open destination costs a healthy one: the claim statement's
 /// time with no backlog, behind a backlog whose breaker opened by evidence (its jobs
-/// are held: run_at pushed to the probe time) and behind one opened by an operator
+/// are held: marked held_since, out of the runnable index) and behind one opened by an operator
 /// (not held: the claim's anti-join must skip every row).
 struct BacklogProbe {
     struct Result: Sendable {

@@ -63,8 +63,8 @@ let backlogText = backlogResult.map { b in
     return """
         Claim of 32 healthy jobs (median of 21, rolled back) behind \(b.backlog) jobs for an open destination:
         - no backlog: \(ms(b.baseline))
-        - breaker opened by evidence (backlog held, run_at pushed): \(ms(b.held)) right after opening, \(ms(b.heldAnalyzed)) after vacuum analyze; the report that opened it and held the backlog took \(ms(b.holdStatement))
-        - breaker forced open by an operator (backlog not held, skipped row by row): \(ms(b.notHeld))
+        - breaker opened by evidence (backlog held): \(ms(b.held)) right after opening, \(ms(b.heldAnalyzed)) after vacuum analyze; the report that opened it and held the backlog took \(ms(b.holdStatement))
+        - breaker forced open by an operator (backlog held by the forced open): \(ms(b.notHeld))
         """
 }
 print(Report.text(results, modes: options.modes))
