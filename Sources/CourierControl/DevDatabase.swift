@@ -45,9 +45,17 @@ public struct DevDatabase: Sendable {
     /// The URL of the `courier` database, over the Unix socket.
     public var databaseURL: String { url(database: "courier") }
 
-    /// A URL for any database of the cluster.
+    /// A URL for any database of the cluster. While the server runs, its port is the one
+    /// it actually listens on (from `postmaster.pid`), whatever `--port` says now.
     public func url(database: String) -> String {
-        "postgresql:///\(database)?host=\(socketDirectory)&port=\(configuration.port)&user=courier"
+        "postgresql:///\(database)?host=\(socketDirectory)&port=\(runningPort ?? configuration.port)&user=courier"
+    }
+
+    /// The port of the running server, read from line 4 of `postmaster.pid`.
+    var runningPort: Int? {
+        guard let text = try? String(contentsOfFile: dataDirectory + "/postmaster.pid", encoding: .utf8) else { return nil }
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        return lines.count > 3 ? Int(lines[3].trimmingCharacters(in: .whitespaces)) : nil
     }
 
     /// Creates the cluster if needed, starts it if it is not running, and makes sure
