@@ -56,4 +56,48 @@ public enum StatsQueries {
         }
         return states
     }
+
+    /// A breaker that is not closed, and for how long it has been in its state.
+    public struct OpenBreaker: Sendable, Equatable {
+        public var destination: String
+        public var state: String
+        public var seconds: Double
+    }
+
+    /// Breakers not closed, longest first (at most `limit`).
+    public static func openBreakers(limit: Int, on connection: PostgresConnection) throws -> [OpenBreaker] {
+        try connection.query("""
+            select destination, state, extract(epoch from now() - changed_at)::float8
+            from courier.breakers where state <> 'closed'
+            order by changed_at limit \(limit)
+            """).rows.map { row in
+            OpenBreaker(destination: try row.decode(0, as: String.self), state: try row.decode(1, as: String.self),
+                        seconds: max(0, try row.decode(2, as: Double.self)))
+        }
+    }
+
+    /// How many breaker transitions of each kind were recorded.
+    public struct BreakerTransitionCount: Sendable, Equatable {
+        public var from: String
+        public var to: String
+        public var count: Int
+    }
+
+    public static func breakerTransitionCounts(on connection: PostgresConnection) throws -> [BreakerTransitionCount] {
+        try connection.query("""
+            select from_state, to_state, count(*)::bigint from courier.breaker_events
+            group by from_state, to_state order by from_state, to_state
+            """).rows.map { row in
+            BreakerTransitionCount(from: try row.decode(0, as: String.self), to: try row.decode(1, as: String.self),
+                                   count: try row.decode(2, as: Int.self))
+        }
+    }
+
+    /// Workers that heartbeat within three intervals and are not shutting down.
+    public static func liveWorkerCount(on connection: PostgresConnection) throws -> Int {
+        try connection.query("""
+            select count(*)::bigint from courier.workers
+            where stopping_at is null and heartbeat_at > now() - 3 * heartbeat_interval_ms * interval '1 millisecond'
+            """).rows[0].decode(0, as: Int.self)
+    }
 }

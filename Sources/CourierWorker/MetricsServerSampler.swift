@@ -23,17 +23,8 @@ public final class MetricsServerSampler: @unchecked Sendable {
         public var liveWorkers: Int
     }
 
-    public struct OpenBreaker: Sendable, Equatable {
-        public var destination: String
-        public var state: String
-        public var seconds: Double
-    }
-
-    public struct Transition: Sendable, Equatable {
-        public var from: String
-        public var to: String
-        public var count: Int
-    }
+    public typealias OpenBreaker = StatsQueries.OpenBreaker
+    public typealias Transition = StatsQueries.BreakerTransitionCount
 
     /// The latest sample and how sampling has gone.
     public struct Status: Sendable {
@@ -131,25 +122,9 @@ public final class MetricsServerSampler: @unchecked Sendable {
         let depths = try StatsQueries.queueDepths(on: connection)
         let dead = try StatsQueries.deadLetterCounts(on: connection)
         let states = try StatsQueries.breakerStates(on: connection)
-        let open = try connection.query("""
-            select destination, state, extract(epoch from now() - changed_at)::float8
-            from courier.breakers where state <> 'closed'
-            order by changed_at limit \(openBreakerLimit)
-            """).rows.map { row in
-            OpenBreaker(destination: try row.decode(0, as: String.self), state: try row.decode(1, as: String.self),
-                        seconds: max(0, try row.decode(2, as: Double.self)))
-        }
-        let transitions = try connection.query("""
-            select from_state, to_state, count(*)::bigint from courier.breaker_events
-            group by from_state, to_state order by from_state, to_state
-            """).rows.map { row in
-            Transition(from: try row.decode(0, as: String.self), to: try row.decode(1, as: String.self),
-                       count: try row.decode(2, as: Int.self))
-        }
-        let live = try connection.query("""
-            select count(*)::bigint from courier.workers
-            where stopping_at is null and heartbeat_at > now() - 3 * heartbeat_interval_ms * interval '1 millisecond'
-            """).rows[0].decode(0, as: Int.self)
+        let open = try StatsQueries.openBreakers(limit: openBreakerLimit, on: connection)
+        let transitions = try StatsQueries.breakerTransitionCounts(on: connection)
+        let live = try StatsQueries.liveWorkerCount(on: connection)
         return Sample(takenAt: Date(), queueDepths: depths, deadLetters: dead, breakerStates: states,
                       openBreakers: open, breakerTransitions: transitions, liveWorkers: live)
     }
