@@ -39,7 +39,6 @@ public final class Worker: @unchecked Sendable {
     let ackSignal = ThreadSignal()
     let maintenanceSignal = ThreadSignal()
     let outage: OutageTracker
-    var threads: [Thread] = []
     let finished = DispatchGroup()
     var shutdownStarted = false
     /// Set by the graceful shutdown once no job is left to finish: the acknowledging
@@ -125,7 +124,6 @@ public final class Worker: @unchecked Sendable {
         }
         thread.name = name
         thread.stackSize = 1 << 20
-        threads.append(thread)
         thread.start()
     }
 
