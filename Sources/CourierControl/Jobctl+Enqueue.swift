@@ -48,10 +48,10 @@ extension Jobctl {
         if let queue = command.value("queue") { request.queue = queue }
         if let priority = try command.int("priority") { request.priority = priority }
         if let runAt = try command.timestamp("run-at", now: now) { request.runAt = runAt }
-        if let delay = try command.duration("in") { request.runAt = now.addingTimeInterval(delay.seconds) }
+        if let delay = try command.duration("in") { request.runAt = now.addingTimeInterval(delay.timeInterval) }
         if let attempts = try command.int("max-attempts") { request.maxAttempts = attempts }
         if let deadline = try command.timestamp("deadline", now: now) { request.deadline = deadline }
-        if let within = try command.duration("within") { request.deadline = now.addingTimeInterval(within.seconds) }
+        if let within = try command.duration("within") { request.deadline = now.addingTimeInterval(within.timeInterval) }
         if command.flag("no-idempotency-key") {
             request.idempotencyKey = .none
         } else if let key = command.value("idempotency-key") {
@@ -155,11 +155,4 @@ private final class ChunkResults: @unchecked Sendable {
     init(count: Int) { slots = Array(repeating: nil, count: count) }
     func set(_ index: Int, _ result: Result<[EnqueueRequest], ControlError>) { lock.withLock { slots[index] = result } }
     func get(_ index: Int) -> Result<[EnqueueRequest], ControlError>? { lock.withLock { slots[index] } }
-}
-
-extension Duration {
-    /// The duration in seconds, as a `TimeInterval`.
-    var seconds: TimeInterval {
-        Double(components.seconds) + Double(components.attoseconds) / 1e18
-    }
 }

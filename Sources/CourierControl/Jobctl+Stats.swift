@@ -48,7 +48,7 @@ extension Jobctl {
                 if watch { io.writeOut("\u{1B}[H\u{1B}[2J" + "courier stats, every \(DurationParser.format(interval)) (Ctrl-C to stop)\n\n") }
                 io.print(render(view))
             }
-            if watch { Thread.sleep(forTimeInterval: interval.seconds) }
+            if watch { Thread.sleep(forTimeInterval: interval.timeInterval) }
         } while watch
     }
 

@@ -1,3 +1,4 @@
+import CourierCore
 import Foundation
 import Postgres
 
@@ -107,7 +108,7 @@ final class DatabaseSession: @unchecked Sendable {
         var left = backoff
         repeat {
             let slice = min(left, .milliseconds(100))
-            Thread.sleep(forTimeInterval: Double(slice.components.attoseconds) / 1e18 + Double(slice.components.seconds))
+            Thread.sleep(forTimeInterval: slice.timeInterval)
             left -= slice
         } while left > .zero && !shouldStop()
     }

@@ -1,3 +1,4 @@
+import CourierCore
 import Foundation
 
 /// Wakes a dedicated thread early from a timed wait. A signal sent while nobody
@@ -19,8 +20,7 @@ final class ThreadSignal: @unchecked Sendable {
         condition.lock()
         defer { condition.unlock() }
         if !pending {
-            let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
-            _ = condition.wait(until: Date(timeIntervalSinceNow: seconds))
+            _ = condition.wait(until: Date(timeIntervalSinceNow: timeout.timeInterval))
         }
         let signalled = pending
         pending = false

@@ -129,7 +129,7 @@ public final class WorkerMetrics: @unchecked Sendable {
     }
 
     func recordAckFlush(count: Int, latency: Duration) {
-        let seconds = Double(latency.components.seconds) + Double(latency.components.attoseconds) / 1e18
+        let seconds = latency.timeInterval
         lock.withLock {
             ackFlushes.observe(seconds)
             ackedJobs += count
