@@ -1,5 +1,101 @@
 import CLibPQ
 
+/// Rows in COPY's text format, encoded straight into bytes: fields separated by tabs,
+/// rows ended by newlines, `\N` for NULL, and backslash, tab, newline and carriage
+/// return escaped. A NUL byte, which PostgreSQL text cannot hold, is remembered so the
+/// COPY can be refused instead of sending it.
+public struct CopyRowEncoder: Sendable {
+    /// The encoded rows so far.
+    public private(set) var bytes: [UInt8] = []
+    /// Whether some field held a NUL byte.
+    public private(set) var containsNUL = false
+    private var atRowStart = true
+
+    public init(reservingCapacity capacity: Int = 0) {
+        bytes.reserveCapacity(capacity)
+    }
+
+    /// Appends a text field, or NULL for nil.
+    public mutating func append(_ field: String?) {
+        separate()
+        guard var field else {
+            bytes.append(UInt8(ascii: "\\")); bytes.append(UInt8(ascii: "N"))
+            return
+        }
+        field.withUTF8 { appendEscaped($0) }
+    }
+
+    /// Appends an integer field.
+    public mutating func append(_ value: Int) {
+        separate()
+        bytes.append(contentsOf: String(value).utf8)   // a small string: no allocation
+    }
+
+    /// Appends bytes that are already valid field text (no tab, newline, backslash or NUL).
+    public mutating func appendVerbatim(_ field: some Collection<UInt8>) {
+        separate()
+        bytes.append(contentsOf: field)
+    }
+
+    /// Ends the current row.
+    public mutating func endRow() {
+        bytes.append(UInt8(ascii: "\n"))
+        atRowStart = true
+    }
+
+    /// Forgets the encoded bytes (after they were sent), keeping the buffer's capacity.
+    public mutating func removeAll() {
+        bytes.removeAll(keepingCapacity: true)
+        atRowStart = true
+    }
+
+    private mutating func separate() {
+        if !atRowStart { bytes.append(UInt8(ascii: "\t")) }
+        atRowStart = false
+    }
+
+    private mutating func appendEscaped(_ utf8: UnsafeBufferPointer<UInt8>) {
+        var runStart = 0
+        for (index, byte) in utf8.enumerated() {
+            let escaped: UInt8
+            switch byte {
+            case UInt8(ascii: "\\"): escaped = UInt8(ascii: "\\")
+            case UInt8(ascii: "\t"): escaped = UInt8(ascii: "t")
+            case UInt8(ascii: "\n"): escaped = UInt8(ascii: "n")
+            case UInt8(ascii: "\r"): escaped = UInt8(ascii: "r")
+            case 0: containsNUL = true; continue
+            default: continue
+            }
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<index]))
+            bytes.append(UInt8(ascii: "\\"))
+            bytes.append(escaped)
+            runStart = index + 1
+        }
+        bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart...]))
+    }
+}
+
+/// Sends encoded rows during ``PostgresConnection/copyIn(_:_:)``.
+public struct CopyWriter {
+    fileprivate let handle: OpaquePointer
+    fileprivate var failed = false
+    fileprivate var nulFound = false
+
+    /// Sends the encoder's rows and empties it. After a failure (or a NUL byte) nothing
+    /// more is sent and the COPY is abandoned when the body returns.
+    public mutating func send(_ encoder: inout CopyRowEncoder) {
+        defer { encoder.removeAll() }
+        guard !failed, !nulFound, !encoder.bytes.isEmpty else { return }
+        if encoder.containsNUL { nulFound = true; return }
+        let sent = encoder.bytes.withUnsafeBufferPointer { bytes in
+            bytes.baseAddress!.withMemoryRebound(to: CChar.self, capacity: bytes.count) { pointer in
+                PQputCopyData(handle, pointer, Int32(bytes.count))
+            }
+        }
+        if sent != 1 { failed = true }
+    }
+}
+
 extension PostgresConnection {
     /// Bulk-loads rows with `COPY … FROM STDIN` in text format and returns the number
     /// of rows the server copied.
@@ -12,6 +108,24 @@ extension PostgresConnection {
     ///
     /// - Warning: `copySQL` is sent as is: never build it from untrusted input.
     public func copyFrom(_ copySQL: String, rows: some Sequence<[String?]>) throws -> Int {
+        try copyIn(copySQL) { writer in
+            var encoder = CopyRowEncoder(reservingCapacity: 68 * 1024)
+            for row in rows {
+                for field in row { encoder.append(field) }
+                encoder.endRow()
+                if encoder.bytes.count >= 64 * 1024 { writer.send(&encoder) }
+            }
+            writer.send(&encoder)
+        }
+    }
+
+    /// Runs `COPY … FROM STDIN` (text format) and lets `body` stream rows it encodes
+    /// itself with ``CopyRowEncoder``, sending them with the writer as it goes.
+    /// Returns the number of rows the server copied. If `body` throws, the COPY is
+    /// aborted and the error rethrown; a field with a NUL byte aborts it too.
+    ///
+    /// - Warning: `copySQL` is sent as is: never build it from untrusted input.
+    public func copyIn(_ copySQL: String, _ body: (inout CopyWriter) throws -> Void) throws -> Int {
         let handle = try liveHandle()
         guard let started = PQexec(handle, copySQL) else { throw connectionError(handle) }
         let startStatus = PQresultStatus(started)
@@ -22,42 +136,17 @@ extension PostgresConnection {
         }
         PQclear(started)
 
-        let batchSize = 64 * 1024
-        var buffer = [UInt8]()
-        buffer.reserveCapacity(batchSize + 4096)
-        var sendFailed = false
-        func flush() {
-            guard !buffer.isEmpty, !sendFailed else { return }
-            let sent = buffer.withUnsafeBufferPointer { bytes in
-                bytes.baseAddress!.withMemoryRebound(to: CChar.self, capacity: bytes.count) { pointer in
-                    PQputCopyData(handle, pointer, Int32(bytes.count))
-                }
-            }
-            if sent != 1 { sendFailed = true }
-            buffer.removeAll(keepingCapacity: true)
+        var writer = CopyWriter(handle: handle)
+        var bodyError: (any Error)?
+        do {
+            try body(&writer)
+        } catch {
+            bodyError = error
         }
-        var nulInField = false
-        for row in rows {
-            for (index, field) in row.enumerated() {
-                if index > 0 { buffer.append(UInt8(ascii: "\t")) }
-                guard let field else {
-                    buffer.append(UInt8(ascii: "\\"))
-                    buffer.append(UInt8(ascii: "N"))
-                    continue
-                }
-                PostgresConnection.appendCopyEscaped(field, to: &buffer, nulFound: &nulInField)
-            }
-            buffer.append(UInt8(ascii: "\n"))
-            if nulInField { break }
-            if buffer.count >= batchSize {
-                flush()
-                if sendFailed { break }
-            }
-        }
-        if !nulInField { flush() }
-
         // Ending with an error message makes the server abort the COPY.
-        _ = PQputCopyEnd(handle, nulInField ? "a field contains a NUL character" : nil)
+        let abortReason: String? = bodyError != nil ? "copy abandoned by the client"
+            : writer.nulFound ? "a field contains a NUL character" : nil
+        _ = PQputCopyEnd(handle, abortReason)
         var copied = 0
         var failure: PostgresError?
         var stillCopying = 0
@@ -79,31 +168,12 @@ extension PostgresConnection {
                 _ = PQputCopyEnd(handle, "copy aborted")
             }
         }
-        if nulInField {
+        if let bodyError { throw bodyError }
+        if writer.nulFound {
             throw PostgresError(kind: .invalidArgument, message: "copyFrom: a field contains a NUL character, which PostgreSQL text cannot hold; nothing was copied")
         }
         if let failure { throw failure }
-        if sendFailed { throw connectionError(handle) }
+        if writer.failed { throw connectionError(handle) }
         return copied
-    }
-
-    /// COPY text format: backslash, tab, newline and carriage return are backslash-escaped.
-    static func appendCopyEscaped(_ field: String, to buffer: inout [UInt8], nulFound: inout Bool) {
-        for byte in field.utf8 {
-            switch byte {
-            case UInt8(ascii: "\\"):
-                buffer.append(UInt8(ascii: "\\")); buffer.append(UInt8(ascii: "\\"))
-            case UInt8(ascii: "\t"):
-                buffer.append(UInt8(ascii: "\\")); buffer.append(UInt8(ascii: "t"))
-            case UInt8(ascii: "\n"):
-                buffer.append(UInt8(ascii: "\\")); buffer.append(UInt8(ascii: "n"))
-            case UInt8(ascii: "\r"):
-                buffer.append(UInt8(ascii: "\\")); buffer.append(UInt8(ascii: "r"))
-            case 0:
-                nulFound = true
-            default:
-                buffer.append(byte)
-            }
-        }
     }
 }

@@ -60,3 +60,57 @@ import Testing
         }
     }
 }
+
+@Suite struct CopyRowEncoderTests {
+    @Test func encodesFieldsAsCopyTextFormat() {
+        var encoder = CopyRowEncoder()
+        encoder.append("a\tb\nc\rd\\e")
+        encoder.append(nil)
+        encoder.append(-42)
+        encoder.append(Int.max)
+        encoder.append("")
+        encoder.endRow()
+        encoder.appendVerbatim(Array("raw".utf8))
+        encoder.append(0)
+        encoder.endRow()
+        #expect(String(decoding: encoder.bytes, as: UTF8.self) == "a\\tb\\nc\\rd\\\\e\t\\N\t-42\t9223372036854775807\t\nraw\t0\n")
+        #expect(!encoder.containsNUL)
+        encoder.removeAll()
+        #expect(encoder.bytes.isEmpty)
+        encoder.append("x\u{0}y")
+        #expect(encoder.containsNUL)
+    }
+
+    @Test func streamedRowsArriveAndAThrowingBodyCopiesNothing() throws {
+        struct Stop: Error {}
+        try withConnection { connection, _ in
+            try connection.simpleQuery("create table t (n int, v text)")
+            let copied = try connection.copyIn("COPY t (n, v) FROM STDIN") { writer in
+                var encoder = CopyRowEncoder()
+                for n in 1...1000 {
+                    encoder.append(n)
+                    encoder.append(n % 2 == 0 ? nil : "v\t\(n)")
+                    encoder.endRow()
+                    if n % 100 == 0 { writer.send(&encoder) }
+                }
+                writer.send(&encoder)
+            }
+            #expect(copied == 1000)
+            #expect(try connection.query("select count(v), sum(n) from t").rows[0].values == ["500", "500500"])
+            #expect(try connection.query("select v from t where n = \(Int32(7))").rows[0].decode(0, as: String.self) == "v\t7")
+
+            #expect(throws: Stop.self) {
+                try connection.copyIn("COPY t (n, v) FROM STDIN") { writer in
+                    var encoder = CopyRowEncoder()
+                    encoder.append(2000)
+                    encoder.append("sent before the error")
+                    encoder.endRow()
+                    writer.send(&encoder)
+                    throw Stop()
+                }
+            }
+            #expect(connection.transactionStatus == .idle)
+            #expect(try connection.query("select count(*) from t").rows[0].decode(0, as: Int.self) == 1000)
+        }
+    }
+}
