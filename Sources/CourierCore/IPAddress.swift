@@ -60,21 +60,34 @@ public enum IPAddress: Sendable, Hashable, CustomStringConvertible {
     }
 
     static func formatV4(_ value: UInt32) -> String {
-        (0..<4).map { String((value >> (UInt32(3 - $0) * 8)) & 0xFF) }.joined(separator: ".")
+        "\(value >> 24).\(value >> 16 & 0xFF).\(value >> 8 & 0xFF).\(value & 0xFF)"
     }
 
+    /// Dotted-quad only: four decimal octets 0-255, no leading zeros (which some
+    /// resolvers read as octal).
     static func parseV4(_ text: Substring) -> UInt32? {
-        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 4 else { return nil }
         var value: UInt32 = 0
-        for part in parts {
-            guard (1...3).contains(part.utf8.count), part.utf8.allSatisfy({ $0.decimalDigit != nil }),
-                  part.utf8.count == 1 || part.utf8.first != UInt8(ascii: "0"),
-                  let octet = UInt32(part), octet <= 255
-            else { return nil }
-            value = value << 8 | octet
+        var octet: UInt32 = 0
+        var digits = 0
+        var dots = 0
+        var leadingZero = false
+        for byte in text.utf8 {
+            if byte == UInt8(ascii: ".") {
+                guard digits > 0, dots < 3 else { return nil }
+                value = value << 8 | octet
+                dots += 1
+                octet = 0
+                digits = 0
+                continue
+            }
+            guard let digit = byte.decimalDigit, digits < 3, !(leadingZero && digits > 0) else { return nil }
+            if digits == 0 { leadingZero = digit == 0 }
+            octet = octet * 10 + UInt32(digit)
+            digits += 1
+            guard octet <= 255 else { return nil }
         }
-        return value
+        guard digits > 0, dots == 3 else { return nil }
+        return value << 8 | octet
     }
 
     static func parseV6(_ text: Substring) -> (UInt64, UInt64)? {

@@ -9,13 +9,16 @@ extension StringProtocol {
     }
 
     /// The string with ASCII letters lowercased (non-ASCII untouched).
-    var asciiLowercased: String {
-        String(decoding: utf8.map(\.asciiLowercased), as: UTF8.self)
+    public var asciiLowercased: String {
+        // Most text is lower case already: copy it as is.
+        if !utf8.contains(where: { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") }) { return String(self) }
+        return String(decoding: utf8.map(\.asciiLowercased), as: UTF8.self)
     }
 
     /// The string with ASCII letters uppercased (non-ASCII untouched).
-    var asciiUppercased: String {
-        String(decoding: utf8.map { (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0) ? $0 - 32 : $0 }, as: UTF8.self)
+    public var asciiUppercased: String {
+        if !utf8.contains(where: { $0 >= UInt8(ascii: "a") && $0 <= UInt8(ascii: "z") }) { return String(self) }
+        return String(decoding: utf8.map { (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0) ? $0 - 32 : $0 }, as: UTF8.self)
     }
 }
 

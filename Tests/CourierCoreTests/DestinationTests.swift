@@ -13,6 +13,9 @@ import Testing
         ("http://example.com#frag", "http://example.com:80"),
         ("http://example.com?q", "http://example.com:80"),
         ("http://my_host.internal.:81", "http://my_host.internal.:81"),
+        ("http://0.0.0.0/", "http://0.0.0.0:80"),
+        ("https://255.255.255.255:1", "https://255.255.255.255:1"),
+        ("http://10.0.0.1.example/", "http://10.0.0.1.example:80"),
     ])
     func derives(url: String, expected: String) throws {
         #expect(try Destination.derive(fromURL: url) == expected)
@@ -43,6 +46,13 @@ import Testing
         ("http://bücher.example/", "not a valid host name"),
         ("http://a..b/", "empty label"),
         ("http://999.1.1.1/", "not a valid IPv4"),
+        ("http://1.2.3.04/", "not a valid IPv4"),
+        ("http://1.2.3/", "not a valid IPv4"),
+        ("http://1.2.3.4.5/", "not a valid IPv4"),
+        ("http://1.2.3.256/", "not a valid IPv4"),
+        ("http://.a/", "empty label"),
+        ("http://a\u{301}.example/", "not a valid host name"),
+        ("http://a:\u{301}80/", "port"),
     ])
     func rejectsNamingTheField(url: String, fragment: String) {
         do {
