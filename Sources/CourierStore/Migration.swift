@@ -20,6 +20,7 @@ extension Migration {
         Migration(version: 4, name: "0004_dead_letters.sql", bytes: PackageResources._004_dead_letters_sql),
         Migration(version: 5, name: "0005_retry_metrics.sql", bytes: PackageResources._005_retry_metrics_sql),
         Migration(version: 6, name: "0006_roles.sql", bytes: PackageResources._006_roles_sql),
+        Migration(version: 7, name: "0007_cheaper_value_checks.sql", bytes: PackageResources._007_cheaper_value_checks_sql),
     ]
 
     init(version: Int, name: String, bytes: [UInt8]) {
