@@ -10,93 +10,120 @@ extension EnqueueRequest {
 
     /// Parses one NDJSON line. An absent `idempotency_key` means "generate one";
     /// `"idempotency_key": null` means "no key". `body` may be a string, or any other
-    /// JSON value, which is sent as its JSON text. Unknown keys are refused so a typo
-    /// cannot silently drop a setting. Errors name the field.
+    /// JSON value, which is sent as its JSON text exactly as written. Unknown keys,
+    /// and keys given twice, are refused so a typo cannot silently drop a setting.
+    /// Errors name the field.
     public init(jsonLine: some StringProtocol) throws(ValidationError) {
-        let object: [String: Any]
-        do {
-            guard let parsed = try JSONSerialization.jsonObject(with: Data(jsonLine.utf8), options: [.fragmentsAllowed]) as? [String: Any] else {
-                throw ValidationError(field: "line", message: "must be a JSON object")
-            }
-            object = parsed
-        } catch let error as ValidationError {
-            throw error
-        } catch {
-            throw ValidationError(field: "line", message: "is not valid JSON")
+        var text = String(jsonLine)
+        let parsed = text.withUTF8 { bytes in
+            Result { () throws(ValidationError) in try EnqueueRequest(jsonLineBytes: bytes) }
         }
-        if let unknown = object.keys.filter({ !Self.jsonFields.contains($0) }).sorted().first {
+        self = try parsed.get()
+    }
+
+    /// Parses one NDJSON line given as UTF-8 bytes (see ``init(jsonLine:)``).
+    public init(jsonLineBytes bytes: UnsafeBufferPointer<UInt8>) throws(ValidationError) {
+        var reader = JSONLineReader(bytes)
+        let object: [(key: String, value: JSONLineReader.Value)]?
+        do throws(JSONLineReader.SyntaxError) {
+            object = try reader.readObjectMembers()
+        } catch {
+            throw ValidationError(field: "line", message: "is not valid JSON (at column \(error.offset + 1): expected \(error.expected))")
+        }
+        guard let members = object else { throw ValidationError(field: "line", message: "must be a JSON object") }
+        var seen = Set<String>(minimumCapacity: members.count)
+        for member in members where !seen.insert(member.key).inserted {
+            throw ValidationError(field: member.key, message: "is given twice")
+        }
+        if let unknown = members.map(\.key).filter({ !Self.jsonFields.contains($0) }).sorted().first {
             throw ValidationError(field: unknown, message: "is not a known field (expected one of: \(Self.jsonFields.sorted().joined(separator: ", ")))")
         }
-        guard let url = object["url"] as? String else {
-            throw ValidationError(field: "url", message: object["url"] == nil ? "is required" : "must be a string")
+        func value(_ key: String) -> JSONLineReader.Value? { members.first(where: { $0.key == key })?.value }
+
+        guard case .string(let url)? = value("url") else {
+            throw ValidationError(field: "url", message: value("url") == nil ? "is required" : "must be a string")
         }
         self.init(url: url)
-        if let value = object["method"] { method = try Self.string(value, field: "method") }
-        if let value = object["headers"] {
-            guard let headerObject = value as? [String: Any] else {
-                throw ValidationError(field: "headers", message: "must be a JSON object of name to value")
-            }
-            headers = try headerObject.keys.sorted().map { name throws(ValidationError) in
-                let raw = headerObject[name]!
-                if let text = raw as? String { return (name, .literal(text)) }
-                if let reference = raw as? [String: Any], reference.count == 1, let secret = reference["secret"] as? String {
-                    return (name, .secret(name: secret))
+        for (key, value) in members {
+            switch key {
+            case "url": break
+            case "method": method = try Self.string(value, field: key)
+            case "headers": headers = try Self.headers(value, reader: reader)
+            case "body":
+                switch value {
+                case .null: body = nil
+                case .string(let text): body = text
+                case .number(let range), .object(let range), .array(let range):
+                    guard let text = reader.text(range) else { throw ValidationError(field: "body", message: "is not valid UTF-8") }
+                    body = text
+                case .bool(let flag): body = flag ? "true" : "false"
                 }
+            case "queue": queue = try Self.string(value, field: key)
+            case "priority": priority = try Self.integer(value, field: key, reader: reader)
+            case "run_at": runAt = try Self.optionalTime(value, field: key)
+            case "max_attempts": maxAttempts = try Self.integer(value, field: key, reader: reader)
+            case "deadline": deadline = try Self.optionalTime(value, field: key)
+            case "idempotency_key":
+                if case .null = value { idempotencyKey = .none } else { idempotencyKey = .custom(try Self.string(value, field: key)) }
+            case "unique_key": uniqueKey = try Self.optionalString(value, field: key)
+            case "destination": destination = try Self.optionalString(value, field: key)
+            case "timeout_ms": timeoutMilliseconds = try Self.integer(value, field: key, reader: reader)
+            case "expect_content_type": expectContentType = try Self.optionalString(value, field: key)
+            default: break
+            }
+        }
+    }
+
+    /// `headers`: an object of name to a string or `{"secret": "NAME"}`, kept sorted by name.
+    private static func headers(_ value: JSONLineReader.Value, reader: JSONLineReader) throws(ValidationError) -> [(name: String, value: HeaderValue)] {
+        guard case .object(let range) = value, let members = try? reader.members(of: range) else {
+            throw ValidationError(field: "headers", message: "must be a JSON object of name to value")
+        }
+        var result: [(name: String, value: HeaderValue)] = []
+        result.reserveCapacity(members.count)
+        for (name, raw) in members {
+            switch raw {
+            case .string(let text):
+                result.append((name, .literal(text)))
+            case .object(let inner):
+                if let reference = try? reader.members(of: inner), reference.count == 1, reference[0].key == "secret",
+                   case .string(let secret) = reference[0].value {
+                    result.append((name, .secret(name: secret)))
+                    continue
+                }
+                fallthrough
+            default:
                 throw ValidationError(field: "headers", message: "the value of '\(name)' must be a string or {\"secret\": \"NAME\"}")
             }
         }
-        if let value = object["body"], !(value is NSNull) {
-            if let text = value as? String {
-                body = text
-            } else {
-                // Any other JSON value is sent as its JSON text, exactly as written in the line.
-                let bytes = Array(jsonLine.utf8)
-                if let range = JSONMemberScanner.valueRange(of: "body", in: bytes) {
-                    body = String(decoding: bytes[range], as: UTF8.self)
-                } else if let data = try? JSONSerialization.data(withJSONObject: value, options: [.fragmentsAllowed]) {
-                    body = String(decoding: data, as: UTF8.self)
-                }
-            }
-        }
-        if let value = object["queue"] { queue = try Self.string(value, field: "queue") }
-        if let value = object["priority"] { priority = try Self.integer(value, field: "priority") }
-        if let value = object["run_at"], !(value is NSNull) { runAt = try Self.time(value, field: "run_at") }
-        if let value = object["max_attempts"] { maxAttempts = try Self.integer(value, field: "max_attempts") }
-        if let value = object["deadline"], !(value is NSNull) { deadline = try Self.time(value, field: "deadline") }
-        if let value = object["idempotency_key"] {
-            idempotencyKey = value is NSNull ? .none : .custom(try Self.string(value, field: "idempotency_key"))
-        }
-        if let value = object["unique_key"], !(value is NSNull) { uniqueKey = try Self.string(value, field: "unique_key") }
-        if let value = object["destination"], !(value is NSNull) { destination = try Self.string(value, field: "destination") }
-        if let value = object["timeout_ms"] { timeoutMilliseconds = try Self.integer(value, field: "timeout_ms") }
-        if let value = object["expect_content_type"], !(value is NSNull) {
-            expectContentType = try Self.string(value, field: "expect_content_type")
-        }
+        return result.sorted { $0.name < $1.name }
     }
 
-    private static func string(_ value: Any, field: String) throws(ValidationError) -> String {
-        guard let text = value as? String else { throw ValidationError(field: field, message: "must be a string") }
+    private static func string(_ value: JSONLineReader.Value, field: String) throws(ValidationError) -> String {
+        guard case .string(let text) = value else { throw ValidationError(field: field, message: "must be a string") }
         return text
     }
 
-    private static func integer(_ value: Any, field: String) throws(ValidationError) -> Int {
-        // `value is Bool` is true for every NSNumber 0 or 1 on Linux: compare with the boolean class instead.
-        guard let number = value as? NSNumber, !isJSONBoolean(value), number.doubleValue == number.doubleValue.rounded(),
-              abs(number.doubleValue) < 1e15 else {
+    private static func optionalString(_ value: JSONLineReader.Value, field: String) throws(ValidationError) -> String? {
+        if case .null = value { return nil }
+        return try string(value, field: field)
+    }
+
+    private static func integer(_ value: JSONLineReader.Value, field: String, reader: JSONLineReader) throws(ValidationError) -> Int {
+        guard case .number(let range) = value, let text = reader.text(range) else {
             throw ValidationError(field: field, message: "must be a whole number")
         }
-        return number.intValue
+        if text.utf8.count <= 16, let whole = Int(text) { return whole }
+        // 5.0 and 1e2 are whole numbers too.
+        guard let number = Double(text), number == number.rounded(), abs(number) < 1e15 else {
+            throw ValidationError(field: field, message: "must be a whole number")
+        }
+        return Int(number)
     }
 
-    /// The class JSONSerialization uses for `true` and `false`.
-    private static let booleanType = ObjectIdentifier(type(of: NSNumber(value: true) as Any))
-
-    private static func isJSONBoolean(_ value: Any) -> Bool {
-        type(of: value) == Bool.self || ObjectIdentifier(type(of: value)) == booleanType
-    }
-
-    private static func time(_ value: Any, field: String) throws(ValidationError) -> Date {
-        guard let text = value as? String, let date = Timestamp.parse(text) else {
+    private static func optionalTime(_ value: JSONLineReader.Value, field: String) throws(ValidationError) -> Date? {
+        if case .null = value { return nil }
+        guard case .string(let text) = value, let date = Timestamp.parse(text) else {
             throw ValidationError(field: field, message: "must be an ISO 8601 time such as 2026-11-29T20:00:00Z")
         }
         return date

@@ -9,16 +9,15 @@ extension EnqueueRequest {
     public func validate(now: Date = Date()) throws(ValidationError) {
         if url.utf8.count > 8192 { throw ValidationError(field: "url", message: "is longer than 8192 characters") }
         _ = try Destination.derive(fromURL: url)
-        let upperMethod = method.uppercased()
-        if !Self.matches(upperMethod, #"^[A-Z][A-Z0-9_-]{0,19}$"#) {
+        if !Self.isMethodToken(method.asciiUppercased) {
             throw ValidationError(field: "method", message: "must be an HTTP method token such as GET or POST, got '\(method)'")
         }
         var seen = Set<String>()
         for header in headers {
-            if !Self.matches(header.name, #"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$"#) {
+            if !Self.isHeaderName(header.name) {
                 throw ValidationError(field: "headers", message: "'\(header.name)' is not a valid header name")
             }
-            if !seen.insert(header.name.lowercased()).inserted {
+            if !seen.insert(header.name.asciiLowercased).inserted {
                 throw ValidationError(field: "headers", message: "header '\(header.name)' is given twice")
             }
             switch header.value {
@@ -27,13 +26,18 @@ extension EnqueueRequest {
                     throw ValidationError(field: "headers", message: "the value of '\(header.name)' contains a line break")
                 }
             case .secret(let name):
-                if !Self.matches(name, #"^[A-Za-z0-9_.-]{1,128}$"#) {
+                if !Self.isSecretName(name) {
                     throw ValidationError(field: "headers", message: "the secret name for '\(header.name)' must be letters, digits, _ . -")
                 }
             }
         }
-        if let body, body.utf8.count > 16_777_216 { throw ValidationError(field: "body", message: "is larger than 16 MiB") }
-        if !Self.matches(queue, #"^[A-Za-z0-9_.:-]{1,64}$"#) {
+        if let body {
+            if body.utf8.count > 16_777_216 { throw ValidationError(field: "body", message: "is larger than 16 MiB") }
+            if body.utf8.contains(0) {
+                throw ValidationError(field: "body", message: "contains a NUL character (\\u0000), which PostgreSQL text cannot hold")
+            }
+        }
+        if !Self.isQueueName(queue) {
             throw ValidationError(field: "queue", message: "must be 1 to 64 characters of letters, digits, _ . : -")
         }
         if !(-32768...32767).contains(priority) {
@@ -45,47 +49,59 @@ extension EnqueueRequest {
         if let deadline, deadline <= max(now, runAt ?? now) {
             throw ValidationError(field: "deadline", message: "must be later than now and than run_at")
         }
-        if case .custom(let key) = idempotencyKey, !(1...255).contains(key.count) {
+        if case .custom(let key) = idempotencyKey, !(1...255).contains(key.unicodeScalars.count) {
             throw ValidationError(field: "idempotency_key", message: "must be 1 to 255 characters")
         }
-        if let uniqueKey, !(1...255).contains(uniqueKey.count) {
+        if let uniqueKey, !(1...255).contains(uniqueKey.unicodeScalars.count) {
             throw ValidationError(field: "unique_key", message: "must be 1 to 255 characters")
         }
-        if let destination, !(1...300).contains(destination.count) {
+        if let destination, !(1...300).contains(destination.unicodeScalars.count) {
             throw ValidationError(field: "destination", message: "must be 1 to 300 characters")
         }
         if !(1...3_600_000).contains(timeoutMilliseconds) {
             throw ValidationError(field: "timeout_ms", message: "must be between 1 and 3600000")
         }
-        if let expectContentType, !Self.matches(expectContentType, #"^[A-Za-z0-9!#$&^_.+-]+/[A-Za-z0-9!#$&^_.+*-]+$"#) {
+        if let expectContentType, !Self.isMediaType(expectContentType) {
             throw ValidationError(field: "expect_content_type", message: "must be a media type such as application/json")
         }
     }
 
-    /// Whether `text` matches `pattern`. The compiled expression is cached per pattern:
-    /// `String.range(of:options: .regularExpression)` compiles it on every call, which was
-    /// a third of the time `jobctl enqueue --ndjson` spent parsing (see bench/RESULTS.md).
-    private static func matches(_ text: String, _ pattern: String) -> Bool {
-        guard let regex = compiledPatterns.expression(for: pattern) else {
-            return text.range(of: pattern, options: .regularExpression) != nil
-        }
-        return regex.firstMatch(in: text, range: NSRange(text.startIndex..., in: text)) != nil
+    // The character classes of the SQL domains' patterns, checked byte by byte: a regular
+    // expression per field was most of the validation time of a bulk load (bench/RESULTS.md).
+
+    /// `^[A-Z][A-Z0-9_-]{0,19}$`
+    static func isMethodToken(_ text: String) -> Bool {
+        let utf8 = text.utf8
+        guard let first = utf8.first, (1...20).contains(utf8.count), isUpper(first) else { return false }
+        return utf8.allSatisfy { isUpper($0) || isDigit($0) || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: "-") }
     }
 
-    private static let compiledPatterns = CompiledPatterns()
-}
+    /// An RFC 9110 token: `^[!#$%&'*+.^_`|~0-9A-Za-z-]+$`
+    static func isHeaderName(_ text: String) -> Bool {
+        !text.isEmpty && text.utf8.allSatisfy { isLetterOrDigit($0) || "!#$%&'*+.^_`|~-".utf8.contains($0) }
+    }
 
-/// Compiled regular expressions by pattern, shared by all threads.
-private final class CompiledPatterns: @unchecked Sendable {
-    private let lock = NSLock()
-    private var expressions: [String: NSRegularExpression] = [:]
+    /// `^[A-Za-z0-9_.-]{1,128}$`
+    static func isSecretName(_ text: String) -> Bool {
+        (1...128).contains(text.utf8.count) && text.utf8.allSatisfy { isLetterOrDigit($0) || "_.-".utf8.contains($0) }
+    }
 
-    func expression(for pattern: String) -> NSRegularExpression? {
-        lock.withLock {
-            if let cached = expressions[pattern] { return cached }
-            guard let compiled = try? NSRegularExpression(pattern: pattern) else { return nil }
-            expressions[pattern] = compiled
-            return compiled
-        }
+    /// `^[A-Za-z0-9_.:-]{1,64}$`
+    static func isQueueName(_ text: String) -> Bool {
+        (1...64).contains(text.utf8.count) && text.utf8.allSatisfy { isLetterOrDigit($0) || "_.:-".utf8.contains($0) }
+    }
+
+    /// `^[A-Za-z0-9!#$&^_.+-]+/[A-Za-z0-9!#$&^_.+*-]+$`
+    static func isMediaType(_ text: String) -> Bool {
+        let parts = text.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
+        guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty else { return false }
+        return parts[0].allSatisfy { isLetterOrDigit($0) || "!#$&^_.+-".utf8.contains($0) }
+            && parts[1].allSatisfy { isLetterOrDigit($0) || "!#$&^_.+*-".utf8.contains($0) }
+    }
+
+    private static func isUpper(_ byte: UInt8) -> Bool { byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") }
+    private static func isDigit(_ byte: UInt8) -> Bool { byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") }
+    private static func isLetterOrDigit(_ byte: UInt8) -> Bool {
+        isUpper(byte) || isDigit(byte) || (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z"))
     }
 }

@@ -55,22 +55,53 @@ public struct EnqueueRequest: Sendable, Equatable {
 }
 
 extension EnqueueRequest {
-    /// The headers as the JSON object stored in `courier.jobs.headers`.
+    /// The headers as the JSON object stored in `courier.jobs.headers`, names sorted.
     public var headersJSON: String {
-        var object: [String: Any] = [:]
-        for header in headers {
+        if headers.isEmpty { return "{}" }
+        var json = "{"
+        for (index, header) in headers.sorted(by: { $0.name < $1.name }).enumerated() {
+            if index > 0 { json += "," }
+            JSONText.appendQuoted(header.name, to: &json)
+            json += ":"
             switch header.value {
-            case .literal(let value): object[header.name] = value
-            case .secret(let name): object[header.name] = ["secret": name]
+            case .literal(let value):
+                JSONText.appendQuoted(value, to: &json)
+            case .secret(let name):
+                json += #"{"secret":"#
+                JSONText.appendQuoted(name, to: &json)
+                json += "}"
             }
         }
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
-        return String(decoding: data, as: UTF8.self)
+        return json + "}"
     }
 
     /// The destination the job will have: the explicit one, or the one derived from the URL.
     public func resolvedDestination() throws(ValidationError) -> String {
         if let destination { return destination }
         return try Destination.derive(fromURL: url)
+    }
+}
+
+/// Writing JSON strings by hand: the headers object is tiny, and `JSONSerialization`
+/// boxed every name and value for it.
+enum JSONText {
+    /// Appends `text` as a JSON string literal, with quotes, backslashes and control
+    /// characters escaped.
+    static func appendQuoted(_ text: String, to json: inout String) {
+        json += "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": json += "\\\""
+            case "\\": json += "\\\\"
+            case "\n": json += "\\n"
+            case "\r": json += "\\r"
+            case "\t": json += "\\t"
+            case "\u{0}"..."\u{1F}":
+                let hex = String(scalar.value, radix: 16)
+                json += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: json.unicodeScalars.append(scalar)
+            }
+        }
+        json += "\""
     }
 }

@@ -48,55 +48,72 @@ public enum JobsTable {
     /// Enqueues many jobs in one transaction with COPY: all or nothing.
     ///
     /// Each request should have passed `validate()`; the table's constraints are the
-    /// backstop. Idempotency keys are generated here for `.generated`. The common case
-    /// (no `unique_key`, no destination behind an open breaker) is copied straight into
-    /// `courier.jobs`, with destinations derived here and jobs without `run_at` getting
-    /// the transaction's `now()`, exactly as `courier.enqueue` would; otherwise the rows
-    /// go through a staging table so those rules can be applied in SQL.
-    /// - Parameter progress: called with the number of rows loaded so far.
+    /// backstop. Idempotency keys are generated here for `.generated`. Without any
+    /// `unique_key`, rows are encoded here and copied straight into `courier.jobs`, with
+    /// destinations derived here (as `courier.destination_of` would), jobs without
+    /// `run_at` getting the transaction's `now()`, and jobs of a destination whose
+    /// breaker is open starting out held, exactly as `courier.enqueue` would. With unique
+    /// keys, the rows go through a staging table so the key rule is applied in SQL.
+    /// - Parameters:
+    ///   - chunkSize: rows between progress reports (and per COPY on the staging path).
+    ///   - progress: called with the number of rows loaded so far.
     public static func enqueueMany(
         _ requests: [EnqueueRequest],
         on connection: PostgresConnection,
         chunkSize: Int = 20_000,
         progress: ((Int) -> Void)? = nil
     ) throws -> BulkResult {
-        var destinations: [String] = []
-        destinations.reserveCapacity(requests.count)
-        for request in requests {
-            do {
-                destinations.append(try request.resolvedDestination())
-            } catch {
-                throw PostgresError(kind: .invalidArgument, message: "\(error.field): \(error.message)")
-            }
-        }
-        return try connection.withTransaction { tx in
-            let distinct = Array(Set(destinations))
-            let anyHeld = try tx.query("""
-                select exists (select 1 from courier.breakers where destination = any(\(distinct)) and state <> 'closed')
-                """).rows[0].decode(0, as: Bool.self)
+        try connection.withTransaction { tx in
             let result: BulkResult
-            if anyHeld || requests.contains(where: { $0.uniqueKey != nil }) {
+            if requests.contains(where: { $0.uniqueKey != nil }) {
                 result = try enqueueStaged(requests, on: tx, chunkSize: chunkSize, progress: progress)
             } else {
-                let now = try tx.query("select now()::text").rows[0].decode(0, as: String.self)
-                var loaded = 0
-                var start = 0
-                while start < requests.count {
-                    let end = min(start + chunkSize, requests.count)
-                    let rows = (start..<end).map { directRow(requests[$0], destination: destinations[$0], now: now) }
-                    loaded += try tx.copyFrom("""
-                        copy courier.jobs (queue, priority, run_at, max_attempts, deadline, destination, method, url, headers,
-                            body, timeout_ms, expect_content_type, idempotency_key) from stdin
-                        """, rows: rows)
-                    progress?(loaded)
-                    start = end
-                }
-                result = BulkResult(inserted: loaded, skippedByUniqueKey: 0)
+                let inserted = try enqueueDirect(requests, on: tx, chunkSize: chunkSize, progress: progress)
+                result = BulkResult(inserted: inserted, skippedByUniqueKey: 0)
             }
             for queue in Set(requests.map(\.queue)).sorted() {
                 try tx.query("select pg_notify('courier_jobs', \(queue))")
             }
             return result
+        }
+    }
+
+    /// The direct path: one COPY into `courier.jobs`, rows encoded as they are sent so
+    /// the encoding here overlaps the server's inserting.
+    static func enqueueDirect(_ requests: [EnqueueRequest], on tx: PostgresConnection, chunkSize: Int,
+                              progress: ((Int) -> Void)?) throws -> Int {
+        let now = try tx.query("select now()::text").rows[0].decode(0, as: String.self)
+        // Read inside the transaction, as courier.enqueue does: a breaker that opens
+        // after this holds these jobs itself when the transaction commits.
+        let held = Set(try tx.query("select destination from courier.breakers where state <> 'closed'").rows.map {
+            try $0.decode(0, as: String.self)
+        })
+        var keys = RandomUUIDs()
+        var loaded = 0
+        return try tx.copyIn("""
+            copy courier.jobs (queue, priority, run_at, max_attempts, deadline, destination, method, url, headers,
+                body, timeout_ms, expect_content_type, idempotency_key, held_since) from stdin
+            """) { writer in
+            var encoder = CopyRowEncoder(reservingCapacity: 260 * 1024)
+            for request in requests {
+                let destination: String
+                do throws(ValidationError) {
+                    destination = try request.resolvedDestination()
+                } catch {
+                    throw PostgresError(kind: .invalidArgument, message: "\(error.field): \(error.message)")
+                }
+                encodeDirectRow(request, destination: destination, now: now, held: held.contains(destination),
+                                keys: &keys, into: &encoder)
+                loaded += 1
+                if loaded % chunkSize == 0 {
+                    writer.send(&encoder)
+                    progress?(loaded)
+                } else if encoder.bytes.count >= 256 * 1024 {
+                    writer.send(&encoder)
+                }
+            }
+            writer.send(&encoder)
+            if loaded % chunkSize != 0 { progress?(loaded) }
         }
     }
 
@@ -143,14 +160,29 @@ public enum JobsTable {
         return BulkResult(inserted: inserted, skippedByUniqueKey: requests.count - inserted)
     }
 
-    /// One COPY row for `courier.jobs` itself (the direct path).
-    static func directRow(_ request: EnqueueRequest, destination: String, now: String) -> [String?] {
-        [
-            request.queue, String(request.priority), request.runAt?.postgresText ?? now, String(request.maxAttempts),
-            request.deadline?.postgresText, destination, request.method.uppercased(), request.url, request.headersJSON,
-            request.body, String(request.timeoutMilliseconds), request.expectContentType?.lowercased(),
-            idempotencyKeyText(request.idempotencyKey),
-        ]
+    /// One COPY row for `courier.jobs` itself (the direct path), in the column order of
+    /// `enqueueDirect`'s COPY statement.
+    static func encodeDirectRow(_ request: EnqueueRequest, destination: String, now: String, held: Bool,
+                                keys: inout RandomUUIDs, into encoder: inout CopyRowEncoder) {
+        encoder.append(request.queue)
+        encoder.append(request.priority)
+        encoder.append(request.runAt?.postgresText ?? now)
+        encoder.append(request.maxAttempts)
+        encoder.append(request.deadline?.postgresText)
+        encoder.append(destination)
+        encoder.append(request.method.asciiUppercased)
+        encoder.append(request.url)
+        encoder.append(request.headersJSON)
+        encoder.append(request.body)
+        encoder.append(request.timeoutMilliseconds)
+        encoder.append(request.expectContentType?.asciiLowercased)
+        switch request.idempotencyKey {
+        case .generated: keys.withNext { encoder.appendVerbatim($0) }
+        case .custom(let key): encoder.append(key)
+        case .none: encoder.append(nil)
+        }
+        encoder.append(held ? now : nil)
+        encoder.endRow()
     }
 
     static func idempotencyKeyText(_ key: EnqueueRequest.IdempotencyKey) -> String? {
@@ -164,10 +196,10 @@ public enum JobsTable {
     static func stageRow(_ request: EnqueueRequest, ordinal: Int) -> [String?] {
         let key = idempotencyKeyText(request.idempotencyKey)
         return [
-            String(ordinal), request.url, request.method.uppercased(), request.headersJSON, request.body, request.queue,
+            String(ordinal), request.url, request.method.asciiUppercased, request.headersJSON, request.body, request.queue,
             String(request.priority), request.runAt?.postgresText, String(request.maxAttempts),
             request.deadline?.postgresText, key, request.uniqueKey, request.destination,
-            String(request.timeoutMilliseconds), request.expectContentType?.lowercased(),
+            String(request.timeoutMilliseconds), request.expectContentType?.asciiLowercased,
         ]
     }
 }

@@ -252,6 +252,7 @@ import Testing
             _ = try JobsTable.enqueueMany([EnqueueRequest(url: "https://down.example.com/bulk"), EnqueueRequest(url: Self.healthyURL)], on: db)
             let bulk = try db.query("select id, destination from courier.jobs where url like '%/bulk' or url = \(Self.healthyURL)").rows
             #expect(try held(bySQL) && held(bySwift))
+            #expect(bulk.count == 2)
             for row in bulk {
                 let id = try row.decode(0, as: Int64.self)
                 #expect(try held(id) == (try row.decode(1, as: String.self) == Self.destination))

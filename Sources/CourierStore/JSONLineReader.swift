@@ -1,0 +1,299 @@
+/// A strict JSON reader (RFC 8259) for the one-object lines of an NDJSON bulk file.
+///
+/// It reads the members of an object and keeps nested objects and arrays as their
+/// raw text (after checking them), so a JSON `body` is stored exactly as written and
+/// nothing is decoded that is not needed. Foundation's `JSONSerialization` built a
+/// dictionary of boxed values per line and was most of `jobctl enqueue --ndjson`'s
+/// parse time (bench/RESULTS.md).
+struct JSONLineReader {
+    /// A member's value. Objects, arrays and numbers keep their byte range in the line.
+    enum Value {
+        case string(String)
+        case number(Range<Int>)
+        case bool(Bool)
+        case null
+        case object(Range<Int>)
+        case array(Range<Int>)
+    }
+
+    /// Why a line is not JSON, with the byte offset (from 0) where reading stopped.
+    struct SyntaxError: Error {
+        var offset: Int
+        var expected: String
+    }
+
+    /// Deeper nesting is refused rather than risking the stack on hostile input.
+    static let maximumDepth = 256
+
+    private let bytes: UnsafeBufferPointer<UInt8>
+    private var index: Int
+    private let end: Int
+
+    /// A reader of `bytes[range]`; the buffer must outlive the reader.
+    init(_ bytes: UnsafeBufferPointer<UInt8>, range: Range<Int>? = nil) {
+        self.bytes = bytes
+        self.index = range?.lowerBound ?? 0
+        self.end = range?.upperBound ?? bytes.count
+    }
+
+    /// The members of the object that makes up the whole input, in the order written.
+    /// Returns nil when the input is valid JSON but not an object.
+    mutating func readObjectMembers() throws(SyntaxError) -> [(key: String, value: Value)]? {
+        skipSpace()
+        guard index < end, bytes[index] == UInt8(ascii: "{") else {
+            _ = try readValue(depth: 0)
+            try expectEnd()
+            return nil
+        }
+        index += 1
+        var members: [(key: String, value: Value)] = []
+        skipSpace()
+        if index < end, bytes[index] == UInt8(ascii: "}") {
+            index += 1
+            try expectEnd()
+            return members
+        }
+        while true {
+            skipSpace()
+            guard index < end, bytes[index] == UInt8(ascii: "\"") else { throw fail("a member name in double quotes") }
+            let key = try readString()
+            skipSpace()
+            try consume(UInt8(ascii: ":"), expected: "':' after a member name")
+            members.append((key, try readValue(depth: 1)))
+            skipSpace()
+            if index < end, bytes[index] == UInt8(ascii: ",") { index += 1; continue }
+            try consume(UInt8(ascii: "}"), expected: "',' or '}' after a member")
+            try expectEnd()
+            return members
+        }
+    }
+
+    /// The members of the object at `range` (a value this reader returned as `.object`).
+    func members(of range: Range<Int>) throws(SyntaxError) -> [(key: String, value: Value)] {
+        var inner = JSONLineReader(bytes, range: range)
+        guard let members = try inner.readObjectMembers() else { throw SyntaxError(offset: range.lowerBound, expected: "an object") }
+        return members
+    }
+
+    /// The raw text of `range`, which must be valid UTF-8 (strings inside nested values
+    /// are checked here, once, rather than while skipping them).
+    func text(_ range: Range<Int>) -> String? {
+        String(validating: UnsafeBufferPointer(rebasing: bytes[range]), as: UTF8.self)
+    }
+
+    // MARK: - Values
+
+    private mutating func readValue(depth: Int) throws(SyntaxError) -> Value {
+        skipSpace()
+        guard index < end else { throw fail("a value") }
+        let start = index
+        switch bytes[index] {
+        case UInt8(ascii: "\""):
+            return .string(try readString())
+        case UInt8(ascii: "{"):
+            try skipContainer(depth: depth + 1)
+            return .object(start..<index)
+        case UInt8(ascii: "["):
+            try skipContainer(depth: depth + 1)
+            return .array(start..<index)
+        case UInt8(ascii: "t"):
+            try consumeWord("true")
+            return .bool(true)
+        case UInt8(ascii: "f"):
+            try consumeWord("false")
+            return .bool(false)
+        case UInt8(ascii: "n"):
+            try consumeWord("null")
+            return .null
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+            try skipNumber()
+            return .number(start..<index)
+        default:
+            throw fail("a value")
+        }
+    }
+
+    /// Checks an object or array and moves past it.
+    private mutating func skipContainer(depth: Int) throws(SyntaxError) {
+        guard depth <= Self.maximumDepth else { throw fail("at most \(Self.maximumDepth) levels of nesting") }
+        let isObject = bytes[index] == UInt8(ascii: "{")
+        let close = isObject ? UInt8(ascii: "}") : UInt8(ascii: "]")
+        index += 1
+        skipSpace()
+        if index < end, bytes[index] == close { index += 1; return }
+        while true {
+            if isObject {
+                skipSpace()
+                guard index < end, bytes[index] == UInt8(ascii: "\"") else { throw fail("a member name in double quotes") }
+                try skipString()
+                skipSpace()
+                try consume(UInt8(ascii: ":"), expected: "':' after a member name")
+            }
+            skipSpace()
+            if index < end, bytes[index] == UInt8(ascii: "{") || bytes[index] == UInt8(ascii: "[") {
+                try skipContainer(depth: depth + 1)
+            } else if index < end, bytes[index] == UInt8(ascii: "\"") {
+                try skipString()
+            } else {
+                _ = try readValue(depth: depth)
+            }
+            skipSpace()
+            if index < end, bytes[index] == UInt8(ascii: ",") { index += 1; continue }
+            try consume(close, expected: isObject ? "',' or '}'" : "',' or ']'")
+            return
+        }
+    }
+
+    private mutating func skipNumber() throws(SyntaxError) {
+        if bytes[index] == UInt8(ascii: "-") { index += 1 }
+        guard index < end, isDigit(bytes[index]) else { throw fail("a digit") }
+        if bytes[index] == UInt8(ascii: "0") {
+            index += 1
+        } else {
+            while index < end, isDigit(bytes[index]) { index += 1 }
+        }
+        if index < end, bytes[index] == UInt8(ascii: ".") {
+            index += 1
+            guard index < end, isDigit(bytes[index]) else { throw fail("a digit after '.'") }
+            while index < end, isDigit(bytes[index]) { index += 1 }
+        }
+        if index < end, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
+            index += 1
+            if index < end, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") { index += 1 }
+            guard index < end, isDigit(bytes[index]) else { throw fail("a digit in the exponent") }
+            while index < end, isDigit(bytes[index]) { index += 1 }
+        }
+    }
+
+    // MARK: - Strings
+
+    /// Reads a string starting at its opening quote and decodes its escapes.
+    private mutating func readString() throws(SyntaxError) -> String {
+        let start = index + 1
+        let hasEscapes = try skipString()
+        let content = start..<(index - 1)
+        if !hasEscapes {
+            guard let text = text(content) else { throw SyntaxError(offset: start, expected: "valid UTF-8") }
+            return text
+        }
+        var decoded: [UInt8] = []
+        decoded.reserveCapacity(content.count)
+        var i = content.lowerBound
+        while i < content.upperBound {
+            let byte = bytes[i]
+            guard byte == UInt8(ascii: "\\") else { decoded.append(byte); i += 1; continue }
+            let escape = bytes[i + 1]
+            i += 2
+            switch escape {
+            case UInt8(ascii: "b"): decoded.append(0x08)
+            case UInt8(ascii: "f"): decoded.append(0x0C)
+            case UInt8(ascii: "n"): decoded.append(0x0A)
+            case UInt8(ascii: "r"): decoded.append(0x0D)
+            case UInt8(ascii: "t"): decoded.append(0x09)
+            case UInt8(ascii: "u"):
+                var scalar = UInt32(hex4(at: i))
+                i += 4
+                if (0xD800...0xDBFF).contains(scalar) {
+                    // skipString checked that a low surrogate follows.
+                    let low = UInt32(hex4(at: i + 2))
+                    scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
+                    i += 6
+                }
+                UTF8.encode(Unicode.Scalar(scalar)!) { decoded.append($0) }
+            default: decoded.append(escape)   // " \ /
+            }
+        }
+        guard let text = String(validating: decoded, as: UTF8.self) else { throw SyntaxError(offset: start, expected: "valid UTF-8") }
+        return text
+    }
+
+    /// Moves past a string starting at its opening quote, checking its escapes and that
+    /// it holds no raw control characters. Returns whether it had escapes.
+    @discardableResult
+    private mutating func skipString() throws(SyntaxError) -> Bool {
+        index += 1
+        var hasEscapes = false
+        while index < end {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "\"") { index += 1; return hasEscapes }
+            if byte < 0x20 { throw fail("no raw control characters inside a string (write them as escapes)") }
+            if byte != UInt8(ascii: "\\") { index += 1; continue }
+            hasEscapes = true
+            guard index + 1 < end else { throw fail("an escape after '\\'") }
+            switch bytes[index + 1] {
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"), UInt8(ascii: "b"), UInt8(ascii: "f"),
+                 UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
+                index += 2
+            case UInt8(ascii: "u"):
+                guard let unit = hex4Checked(at: index + 2) else { throw fail("four hex digits after \\u") }
+                index += 6
+                if (0xDC00...0xDFFF).contains(unit) { throw fail("a high surrogate before a low one") }
+                if (0xD800...0xDBFF).contains(unit) {
+                    guard index + 1 < end, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u"),
+                          let low = hex4Checked(at: index + 2), (0xDC00...0xDFFF).contains(low) else {
+                        throw fail("a low surrogate after a high one")
+                    }
+                    index += 6
+                }
+            default:
+                throw fail("a valid escape after '\\'")
+            }
+        }
+        throw fail("the closing '\"' of a string")
+    }
+
+    private func hex4Checked(at position: Int) -> UInt16? {
+        guard position + 4 <= end else { return nil }
+        var value: UInt16 = 0
+        for offset in 0..<4 {
+            guard let digit = hexValue(bytes[position + offset]) else { return nil }
+            value = value << 4 | UInt16(digit)
+        }
+        return value
+    }
+
+    private func hex4(at position: Int) -> UInt16 { hex4Checked(at: position) ?? 0 }
+
+    private func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+
+    // MARK: - Small steps
+
+    private func isDigit(_ byte: UInt8) -> Bool { byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") }
+
+    private mutating func skipSpace() {
+        while index < end {
+            switch bytes[index] {
+            case 0x20, 0x09, 0x0A, 0x0D: index += 1
+            default: return
+            }
+        }
+    }
+
+    private mutating func consume(_ byte: UInt8, expected: String) throws(SyntaxError) {
+        guard index < end, bytes[index] == byte else { throw fail(expected) }
+        index += 1
+    }
+
+    private mutating func consumeWord(_ word: StaticString) throws(SyntaxError) {
+        let count = word.utf8CodeUnitCount
+        guard index + count <= end else { throw fail("a value") }
+        for offset in 0..<count where bytes[index + offset] != word.utf8Start[offset] {
+            throw fail("a value")
+        }
+        index += count
+    }
+
+    private mutating func expectEnd() throws(SyntaxError) {
+        skipSpace()
+        guard index == end else { throw fail("the end of the line after the value") }
+    }
+
+    private func fail(_ expected: String) -> SyntaxError { SyntaxError(offset: index, expected: expected) }
+}
