@@ -110,7 +110,17 @@ extension Jobctl {
     /// Parses and validates every non-blank line; the first bad one stops everything,
     /// with its line number and field.
     static func parseNDJSON(_ data: Data, now: Date = Date()) throws -> [EnqueueRequest] {
-        let lines = data.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
+        let requests = try data.withUnsafeBytes { raw in
+            try parseNDJSON(raw.bindMemory(to: UInt8.self), now: now)
+        }
+        guard !requests.isEmpty else { throw ControlError.badInput("error: --ndjson: no jobs in the input") }
+        return requests
+    }
+
+    private static func parseNDJSON(_ bytes: UnsafeBufferPointer<UInt8>, now: Date) throws -> [EnqueueRequest] {
+        let lines = lineRanges(bytes)
+        let shared = SharedBytes(buffer: bytes)
+
         // Parsing is the client's share of a bulk load: spread it over the cores, chunk by
         // chunk, keep the order, and report the first bad line as a serial parse would.
         let chunkSize = 5_000
@@ -120,15 +130,14 @@ extension Jobctl {
             var requests: [EnqueueRequest] = []
             requests.reserveCapacity(chunkSize)
             for index in (chunk * chunkSize)..<min(lines.count, (chunk + 1) * chunkSize) {
-                let text = String(decoding: lines[index], as: UTF8.self)
-                if text.allSatisfy({ $0.isWhitespace }) { continue }
-                do {
-                    let request = try EnqueueRequest(jsonLine: text)
+                let line = UnsafeBufferPointer(rebasing: shared.buffer[lines[index]])
+                if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { continue }
+                do throws(ValidationError) {
+                    let request = try EnqueueRequest(jsonLineBytes: line)
                     try request.validate(now: now)
                     requests.append(request)
                 } catch {
-                    let problem = (error as? ValidationError).map { "\($0.field): \($0.message)" } ?? "\(error)"
-                    results.set(chunk, .failure(.badInput("error: --ndjson line \(index + 1): \(problem); nothing was enqueued")))
+                    results.set(chunk, .failure(.badInput("error: --ndjson line \(index + 1): \(error.field): \(error.message); nothing was enqueued")))
                     return
                 }
             }
@@ -143,9 +152,26 @@ extension Jobctl {
             case nil: throw ControlError.runtime("error: --ndjson: a chunk was not parsed")
             }
         }
-        guard !requests.isEmpty else { throw ControlError.badInput("error: --ndjson: no jobs in the input") }
         return requests
     }
+}
+
+/// The ranges of the lines of `bytes`, without their newlines.
+private func lineRanges(_ bytes: UnsafeBufferPointer<UInt8>) -> [Range<Int>] {
+    var lines: [Range<Int>] = []
+    var lineStart = 0
+    for (index, byte) in bytes.enumerated() where byte == UInt8(ascii: "\n") {
+        lines.append(lineStart..<index)
+        lineStart = index + 1
+    }
+    if lineStart < bytes.count { lines.append(lineStart..<bytes.count) }
+    return lines
+}
+
+/// The input bytes, shared read-only by the parse workers; `concurrentPerform` returns
+/// before the buffer goes away.
+private struct SharedBytes: @unchecked Sendable {
+    let buffer: UnsafeBufferPointer<UInt8>
 }
 
 /// Per-chunk parse results, written by concurrent workers, read once they are done.
