@@ -105,9 +105,11 @@ public enum JobctlCommands {
             With --ndjson, each line of FILE (or of standard input) is a JSON object \
             with the fields of courier.enqueue: url, method, headers, body, queue, \
             priority, run_at, max_attempts, deadline, idempotency_key, unique_key, \
-            destination, timeout_ms, expect_content_type. The file is enqueued all \
-            or nothing; an error names the line and the field. Prints how many jobs \
-            were enqueued.
+            destination, timeout_ms, expect_content_type. Lines are strict JSON \
+            (RFC 8259: no trailing commas, no field given twice); a body that is not \
+            a string is sent as its JSON text, exactly as written. The file is \
+            enqueued all or nothing; an error names the line and the field. Prints \
+            how many jobs were enqueued.
 
             \(timeSyntax)
             """,
