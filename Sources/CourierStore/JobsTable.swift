@@ -83,8 +83,9 @@ public enum JobsTable {
     static func enqueueDirect(_ requests: [EnqueueRequest], on tx: PostgresConnection, chunkSize: Int,
                               progress: ((Int) -> Void)?) throws -> Int {
         let now = try tx.query("select now()::text").rows[0].decode(0, as: String.self)
-        // Read inside the transaction, as courier.enqueue does: a breaker that opens
-        // after this holds these jobs itself when the transaction commits.
+        // Jobs of a destination whose breaker is open start out held, as courier.enqueue's
+        // do. A breaker that opens after this read cannot see these uncommitted rows; the
+        // claim still skips their destination, they only stay in the runnable index.
         let held = Set(try tx.query("select destination from courier.breakers where state <> 'closed'").rows.map {
             try $0.decode(0, as: String.self)
         })
@@ -117,7 +118,8 @@ public enum JobsTable {
         }
     }
 
-    /// The staging path: rows with unique keys, or for destinations held by a breaker.
+    /// The staging path: rows with unique keys, whose rule (skip a key a waiting or
+    /// running job holds) is applied in SQL.
     static func enqueueStaged(_ requests: [EnqueueRequest], on tx: PostgresConnection, chunkSize: Int,
                               progress: ((Int) -> Void)?) throws -> BulkResult {
         try tx.simpleQuery("""

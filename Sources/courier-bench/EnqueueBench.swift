@@ -43,7 +43,7 @@ struct EnqueueBench {
         let loaded = try context.count(connection, "select count(*) from courier.jobs")
         guard loaded == lines else { throw BenchError("jobctl enqueued \(loaded) jobs, expected \(lines)") }
 
-        // 2. In process: parse and validate, then enqueueMany (COPY into a staging table + INSERT ... SELECT).
+        // 2. In process: parse and validate (one thread), then enqueueMany (one COPY into courier.jobs).
         try context.resetQueue(connection)
         let t0 = monotonicSeconds()
         guard let data = FileManager.default.contents(atPath: file) else { throw BenchError("cannot read \(file)") }
