@@ -28,8 +28,12 @@ extension Jobctl {
         }
         let action = BreakersTable.ForceAction(rawValue: command.path.last ?? "") ?? .reset
         let actor = "jobctl:\(ProcessInfo.processInfo.hostName)"
-        let before = try withDatabase(command, io: io) {
-            try BreakersTable.force(destination: destination, action: action, actor: actor, on: $0)
+        let (known, before) = try withDatabase(command, io: io) { connection in
+            (try BreakersTable.isKnown(destination: destination, on: connection),
+             try BreakersTable.force(destination: destination, action: action, actor: actor, on: connection))
+        }
+        if !known {
+            io.writeErr("warning: no breaker, waiting job or dead letter has destination '\(destination)'; destinations are written scheme://host:port, as 'jobctl breakers' shows\n")
         }
         let after = action == .open ? "open (forced: stays open until closed or reset)" : "closed"
         if command.flag("json") {

@@ -59,6 +59,9 @@ public enum Jobctl {
         case ["dead", "purge"]: try deadPurge(command, io: io)
         case ["breakers"]: try breakers(command, io: io)
         case ["breaker", "open"], ["breaker", "close"], ["breaker", "reset"]: try breaker(command, io: io)
+        case ["queues"]: try queues(command, io: io)
+        case ["queue", "set"]: try queueSet(command, io: io)
+        case ["queue", "reset"]: try queueReset(command, io: io)
         case ["devdb", "start"], ["devdb", "stop"], ["devdb", "status"]: try devdb(command, io: io)
         default:
             throw ControlError.badInput("error: '\(command.commandPath.joined(separator: " "))' is not available in this build")

@@ -21,7 +21,7 @@ public enum JobctlCommands {
             unknown id.
             """,
         arguments: [databaseURL],
-        subcommands: [migrate, enqueue, list, show, cancel, stats, dead, breakers, breaker, workers, devdb]
+        subcommands: [migrate, enqueue, list, show, cancel, stats, dead, breakers, breaker, queues, queue, workers, devdb]
     )
 
     // MARK: - Shared arguments
@@ -342,6 +342,57 @@ public enum JobctlCommands {
                 name: "reset",
                 abstract: "Return the breaker to automatic operation, closed, with its counts cleared.",
                 arguments: [destination, json]),
+        ]
+    )
+
+    // MARK: queue settings
+
+    static let queues = CommandSpec(
+        name: "queues",
+        abstract: "Show the retry settings set per queue for the whole fleet.",
+        discussion: """
+            Each row overrides the workers' own flags (--backoff, --backoff-base, \
+            --backoff-cap, --jitter, --retry-after-cap) for the jobs of one queue; \
+            '-' means the worker's flag applies. Workers read the settings every 10 \
+            seconds.
+            """,
+        arguments: [json]
+    )
+
+    static let queueName = ArgumentSpec.positional("queue", value: "QUEUE", help: "The queue's name.")
+
+    static let queue = CommandSpec(
+        name: "queue",
+        abstract: "Set or clear a queue's retry settings for the whole fleet.",
+        subcommands: [
+            CommandSpec(
+                name: "set",
+                abstract: "Set some of a queue's retry settings; the ones not given stay as they are.",
+                discussion: """
+                    A worker that finds a queue's settings inconsistent (a base longer \
+                    than the cap, with the cap from its own --backoff-cap when the queue \
+                    sets none) keeps its own flags for that queue.
+                    """,
+                arguments: [
+                    queueName,
+                    .option("backoff", value: "STRATEGY", help: "How the delay between attempts grows.",
+                            allowedValues: ["exponential", "linear", "constant"]),
+                    .option("backoff-base", value: "DURATION",
+                            help: "The delay before the first retry, and the step of linear backoff (at most 24h)."),
+                    .option("backoff-cap", value: "DURATION", help: "The longest delay between attempts (at most 7 days)."),
+                    .option("backoff-multiplier", value: "X", help: "The growth factor of exponential backoff, 1 to 100."),
+                    .option("jitter", value: "MODE", help: "How retry delays are randomized.",
+                            allowedValues: ["full", "equal", "decorrelated", "none"]),
+                    .option("retry-after-cap", value: "DURATION",
+                            help: "The longest wait a destination's Retry-After can impose (at most 7 days)."),
+                    json,
+                ],
+                constraints: [.atLeastOne(of: ["backoff", "backoff-base", "backoff-cap", "backoff-multiplier", "jitter",
+                                               "retry-after-cap"])]),
+            CommandSpec(
+                name: "reset",
+                abstract: "Clear a queue's settings: its jobs follow each worker's flags again; exit 3 when it had none.",
+                arguments: [queueName, json]),
         ]
     )
 

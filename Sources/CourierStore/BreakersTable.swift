@@ -99,6 +99,16 @@ extension BreakersTable {
     /// The operator's actions. Returns the state before.
     public enum ForceAction: String, Sendable, CaseIterable { case open, close, reset }
 
+    /// Whether anything uses `destination`: a breaker row, a waiting job or a dead
+    /// letter. A breaker forced for a destination nothing uses is usually a typo.
+    public static func isKnown(destination: String, on connection: PostgresConnection) throws -> Bool {
+        try connection.query("""
+            select exists (select 1 from courier.breakers where destination = \(destination))
+                or exists (select 1 from courier.jobs where destination = \(destination) and state = 'available')
+                or exists (select 1 from courier.dead_letters where destination = \(destination))
+            """).rows[0].decode(0, as: Bool.self)
+    }
+
     @discardableResult
     public static func force(destination: String, action: ForceAction, actor: String = "operator",
                              on connection: PostgresConnection) throws -> String {

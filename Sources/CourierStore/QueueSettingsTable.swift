@@ -25,17 +25,12 @@ public enum QueueSettingsTable {
         }
     }
 
+    /// Every queue's row, by queue name.
     public static func all(on connection: PostgresConnection) throws -> [Settings] {
         try connection.query("""
             select queue, backoff, backoff_base_ms, backoff_cap_ms, backoff_multiplier, jitter, retry_after_cap_ms
             from courier.queue_settings order by queue
-            """).rows.map { row in
-            Settings(queue: try row.decode(0, as: String.self), backoff: try row.decode(1, as: String?.self),
-                     backoffBaseMilliseconds: try row.decode(2, as: Int64?.self),
-                     backoffCapMilliseconds: try row.decode(3, as: Int64?.self),
-                     backoffMultiplier: try row.decode(4, as: Double?.self), jitter: try row.decode(5, as: String?.self),
-                     retryAfterCapMilliseconds: try row.decode(6, as: Int64?.self))
-        }
+            """).rows.map(settings)
     }
 
     /// Creates or replaces a queue's settings.
@@ -50,5 +45,44 @@ public enum QueueSettingsTable {
                 backoff_multiplier = excluded.backoff_multiplier, jitter = excluded.jitter,
                 retry_after_cap_ms = excluded.retry_after_cap_ms, updated_at = now()
             """)
+    }
+
+    /// Sets the fields of `changes` that are not nil and keeps the queue's other stored
+    /// fields (a queue without a row gets one). Returns the queue's row afterwards.
+    public static func merge(_ changes: Settings, on connection: PostgresConnection) throws -> Settings {
+        let rows = try connection.query("""
+            insert into courier.queue_settings (queue, backoff, backoff_base_ms, backoff_cap_ms, backoff_multiplier, jitter,
+                                                retry_after_cap_ms)
+            values (\(changes.queue), \(changes.backoff), \(changes.backoffBaseMilliseconds), \(changes.backoffCapMilliseconds),
+                    \(changes.backoffMultiplier), \(changes.jitter), \(changes.retryAfterCapMilliseconds))
+            on conflict (queue) do update
+            set backoff = coalesce(excluded.backoff, queue_settings.backoff),
+                backoff_base_ms = coalesce(excluded.backoff_base_ms, queue_settings.backoff_base_ms),
+                backoff_cap_ms = coalesce(excluded.backoff_cap_ms, queue_settings.backoff_cap_ms),
+                backoff_multiplier = coalesce(excluded.backoff_multiplier, queue_settings.backoff_multiplier),
+                jitter = coalesce(excluded.jitter, queue_settings.jitter),
+                retry_after_cap_ms = coalesce(excluded.retry_after_cap_ms, queue_settings.retry_after_cap_ms),
+                updated_at = now()
+            returning queue, backoff, backoff_base_ms, backoff_cap_ms, backoff_multiplier, jitter, retry_after_cap_ms
+            """).rows
+        guard let row = rows.first else { throw PostgresError(kind: .protocolViolation, message: "queue_settings upsert returned no row") }
+        return try settings(row)
+    }
+
+    /// Deletes a queue's row, so its jobs follow each worker's flags again. Returns
+    /// whether there was one.
+    public static func remove(queue: String, on connection: PostgresConnection) throws -> Bool {
+        try connection.execute("delete from courier.queue_settings where queue = \(queue)") > 0
+    }
+
+    /// Whether `name` is a valid queue name (the rule of `courier.jobs.queue`).
+    public static func isValidQueueName(_ name: String) -> Bool { EnqueueRequest.isQueueName(name) }
+
+    private static func settings(_ row: PostgresRow) throws -> Settings {
+        Settings(queue: try row.decode(0, as: String.self), backoff: try row.decode(1, as: String?.self),
+                 backoffBaseMilliseconds: try row.decode(2, as: Int64?.self),
+                 backoffCapMilliseconds: try row.decode(3, as: Int64?.self),
+                 backoffMultiplier: try row.decode(4, as: Double?.self), jitter: try row.decode(5, as: String?.self),
+                 retryAfterCapMilliseconds: try row.decode(6, as: Int64?.self))
     }
 }

@@ -81,6 +81,7 @@ import Testing
             _ = try JobsTable.enqueue(EnqueueRequest(url: "https://down.example.com/hook"), on: db)
             let opened = jobctl(["breaker", "open", Self.down], url: database.url)
             #expect(opened.code == 0, "\(opened.err)")
+            #expect(opened.err.isEmpty, "a destination a job uses draws no warning: \(opened.err)")
             #expect(opened.out.contains("\(Self.down): closed -> open"))
             var row = try #require(try breakersJSON(database.url).first)
             #expect(row["state"] as? String == "open" && row["forced"] as? Bool == true)
@@ -102,6 +103,22 @@ import Testing
             #expect(actors.count == 3)
             #expect(actors.map { $0.split(separator: " ")[0] } == ["operator_open", "operator_close", "operator_reset"])
             #expect(actors.allSatisfy { $0.contains(" jobctl:") }, "the operator is recorded: \(actors)")
+        }
+    }
+
+    @Test func aDestinationNothingUsesIsOpenedWithAWarning() throws {
+        try CourierTestDatabase.with { (database, db) throws in
+            _ = try JobsTable.enqueue(EnqueueRequest(url: "https://down.example.com/hook"), on: db)
+            // A typo: no port. The breaker is still opened (an operator may open one before
+            // any job arrives), but the warning says nothing uses the name.
+            let typo = jobctl(["breaker", "open", "https://down.example.com"], url: database.url)
+            #expect(typo.code == 0, "\(typo.err)")
+            #expect(typo.err.contains("warning: no breaker, waiting job or dead letter has destination 'https://down.example.com'"),
+                    "\(typo.err)")
+            #expect(try breakersJSON(database.url).map { $0["destination"] as? String } == ["https://down.example.com"])
+            // Now the row exists: closing it draws no warning.
+            let closed = jobctl(["breaker", "close", "https://down.example.com"], url: database.url)
+            #expect(closed.code == 0 && closed.err.isEmpty, "\(closed.err)")
         }
     }
 
