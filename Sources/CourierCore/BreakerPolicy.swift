@@ -2,8 +2,8 @@
 ///
 /// Defaults: trip on 5 consecutive failures, or on a failure rate of at least
 /// 50% over a 60 s window once 20 outcomes were seen there; stay open 30 s,
-/// doubling (with up to 20% jitter, downward) after each failed probe up to
-/// 10 min; a probe holds its lease for 30 s.
+/// doubling after each failed probe up to 10 min, every open period (the first
+/// too) varied by up to ±20%; a probe holds its lease for 30 s.
 public struct BreakerPolicy: Sendable, Equatable {
     /// Consecutive failures that trip the breaker (`--breaker-failures`, default 5).
     public var failureThreshold: Int
@@ -19,8 +19,9 @@ public struct BreakerPolicy: Sendable, Equatable {
     public var cooldownMax: Duration
     /// How long a half-open probe may run before another worker may probe (default 30s).
     public var probeLease: Duration
-    /// The open period is shortened by a random fraction up to this (0...1, default 0.2),
-    /// so a fleet does not probe in lockstep. It never exceeds `cooldownMax`.
+    /// Every open period is scaled by a random factor in `1 ± cooldownJitter` (0...1,
+    /// default 0.2), so breakers that opened together do not probe in lockstep. It never
+    /// exceeds `cooldownMax`. The database applies the same rule (the worker draws the factor).
     public var cooldownJitter: Double
 
     /// Creates a policy; the defaults are Courier's.
@@ -90,12 +91,16 @@ public struct BreakerPolicy: Sendable, Equatable {
         min(current.scaled(by: 2, cap: cooldownMax), cooldownMax)
     }
 
-    /// The open period actually used for `cooldown`: uniform in
-    /// `cooldown × (1 - cooldownJitter) ... cooldown`.
-    public func jitteredCooldown(_ cooldown: Duration, using rng: inout some RandomNumberGenerator) -> Duration {
+    /// A factor uniform in `1 - cooldownJitter ... 1 + cooldownJitter`.
+    public func cooldownJitterFactor(using rng: inout some RandomNumberGenerator) -> Double {
         let jitter = min(max(cooldownJitter, 0), 1)
-        guard jitter > 0 else { return cooldown }
-        let factor = Double.random(in: (1 - jitter)...1, using: &rng)
-        return cooldown.scaled(by: factor, cap: cooldown)
+        guard jitter > 0 else { return 1 }
+        return Double.random(in: (1 - jitter)...(1 + jitter), using: &rng)
+    }
+
+    /// The open period actually used for `cooldown`: `cooldown` times
+    /// ``cooldownJitterFactor(using:)``, at most `cooldownMax`.
+    public func jitteredCooldown(_ cooldown: Duration, using rng: inout some RandomNumberGenerator) -> Duration {
+        min(cooldown.scaled(by: cooldownJitterFactor(using: &rng), cap: cooldownMax), cooldownMax)
     }
 }

@@ -19,8 +19,8 @@ extension Worker {
                 let batch = acknowledgements.take(limit: configuration.ackBatch)
                 let started = ContinuousClock.now
                 let policy = reportPolicy
-                let spread = configuration.breakerPolicy.cooldownJitter
-                let jitter = lock.withLock { Double.random(in: (1 - spread)...(1 + spread), using: &random) }
+                let breakerPolicy = configuration.breakerPolicy
+                let jitter = lock.withLock { breakerPolicy.cooldownJitterFactor(using: &random) }
                 let result = session.run { connection in
                     try Acknowledgement.write(batch, worker: self.id, breakerPolicy: policy, jitter: jitter, on: connection)
                 }

@@ -42,10 +42,17 @@ extension Worker {
             return due
         }
         guard !batch.isEmpty else { return }
-        let policy = reportPolicy
         let worker = id.uuidString.lowercased()
+        // The first open period is jittered like the later ones (which the database scales
+        // by the factor a probe result carries), so breakers that trip together spread out.
+        let breakerPolicy = configuration.breakerPolicy
+        let cooldowns = lock.withLock {
+            batch.map { _ in Int64(breakerPolicy.jitteredCooldown(breakerPolicy.cooldown, using: &random).milliseconds) }
+        }
         _ = session.run { connection in
-            for (destination, gathered) in batch {
+            for ((destination, gathered), cooldown) in zip(batch, cooldowns) {
+                var policy = self.reportPolicy
+                policy.cooldownMilliseconds = cooldown
                 let state = try BreakersTable.report(
                     destination: destination, successes: gathered.successes, failures: gathered.failures,
                     trailingFailures: gathered.consecutiveFailures, worker: worker, policy: policy, on: connection)

@@ -132,7 +132,7 @@ import Testing
         if case .open = b.state {} else { Issue.record("expected open, got \(b.state)") }
     }
 
-    @Test func jitterShortensTheCooldownButNeverBeyondTheMaximum() {
+    @Test func jitterVariesTheCooldownBothWaysButNeverBeyondTheMaximum() {
         let jittery = BreakerPolicy(failureThreshold: 1, cooldown: .seconds(10), cooldownMax: .seconds(20), cooldownJitter: 0.2)
         var rng = SplitMix64(seed: 77)
         var distinct = Set<Date>()
@@ -141,10 +141,20 @@ import Testing
             _ = b.recordFailure(now: t0, using: &rng)
             guard case .open(let until, let cooldown) = b.state else { Issue.record("not open"); return }
             #expect(cooldown == .seconds(10))
-            #expect(until >= at(8) && until <= at(10))
+            #expect(until >= at(8) && until <= at(12))
             distinct.insert(until)
         }
         #expect(distinct.count > 100)
+        #expect(distinct.contains { $0 < at(10) } && distinct.contains { $0 > at(10) }, "shorter and longer than the cooldown")
+
+        // With the maximum equal to the cooldown, jitter can only shorten it.
+        let tight = BreakerPolicy(failureThreshold: 1, cooldown: .seconds(10), cooldownMax: .seconds(10), cooldownJitter: 0.2)
+        for _ in 0..<200 {
+            #expect(tight.jitteredCooldown(.seconds(10), using: &rng) <= .seconds(10))
+            let factor = tight.cooldownJitterFactor(using: &rng)
+            #expect(factor >= 0.8 && factor <= 1.2)
+        }
+        #expect(BreakerPolicy(cooldownJitter: 0).cooldownJitterFactor(using: &rng) == 1)
     }
 
     @Test func operatorControls() {
