@@ -71,7 +71,7 @@ public enum JobworkerCommand {
                    defaultValue: "30s"),
             option("breaker-cooldown-max", value: "DURATION", help: "The longest breaker cooldown.", defaultValue: "10m"),
             option("retention", value: "DURATION",
-                   help: "How long succeeded jobs stay visible to 'jobctl show' before they are pruned.",
+                   help: "How long succeeded jobs stay visible to 'jobctl show' before they are pruned. 0 keeps none: a success only deletes the job, the fastest setting. Give every worker of a fleet the same value.",
                    defaultValue: "24h"),
             option("dead-letter-retention", value: "DURATION",
                    help: "Purge dead letters older than DURATION automatically. Off when not set: dead letters stay until 'jobctl dead purge'."),

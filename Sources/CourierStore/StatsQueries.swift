@@ -42,10 +42,16 @@ public enum StatsQueries {
         return counts
     }
 
-    /// Jobs that succeeded in the last minute, fleet-wide.
+    /// Jobs that succeeded in the last minute, fleet-wide: the archive's count, or, when
+    /// the workers keep no archive (`--retention 0`), the success attempts the workers
+    /// counted in the last complete minute.
     public static func succeededLastMinute(on connection: PostgresConnection) throws -> Int {
-        try connection.query("select count(*)::bigint from courier.completed_jobs where finished_at > now() - interval '1 minute'")
-            .rows[0].decode(0, as: Int.self)
+        try connection.query("""
+            select greatest(
+                (select count(*) from courier.completed_jobs where finished_at > now() - interval '1 minute'),
+                (select coalesce(sum(attempts), 0) from courier.attempt_stats
+                 where class = 'success' and bucket = date_trunc('minute', now()) - interval '1 minute'))::bigint
+            """).rows[0].decode(0, as: Int.self)
     }
 
     /// Breakers per state (closed ones included only once they have a row).

@@ -47,8 +47,10 @@ final class AcknowledgementBuffer: @unchecked Sendable {
 
 extension Acknowledgement {
     /// Writes a batch: one statement per kind of acknowledgement present.
+    /// - Parameter archiveSuccesses: whether succeeded jobs are kept in `completed_jobs`
+    ///   (false when the worker runs with `--retention 0`).
     static func write(_ batch: [Acknowledgement], worker: UUID, breakerPolicy: BreakersTable.ReportPolicy,
-                      jitter: Double, on connection: PostgresConnection) throws {
+                      jitter: Double, archiveSuccesses: Bool = true, on connection: PostgresConnection) throws {
         var successes: [JobsTable.Success] = []
         var retries: [JobsTable.Retry] = []
         var letters: [JobsTable.DeadLetter] = []
@@ -83,7 +85,7 @@ extension Acknowledgement {
             try BreakersTable.abandonProbe(destination: destination, generation: generation,
                                            worker: worker.uuidString.lowercased(), on: connection)
         }
-        try JobsTable.complete(successes, worker: worker, on: connection)
+        try JobsTable.complete(successes, worker: worker, archive: archiveSuccesses, on: connection)
         try JobsTable.retry(retries, worker: worker, on: connection)
         try JobsTable.deadLetter(letters, worker: worker, on: connection)
         try JobsTable.handBack(ids: handBackIDs, attempts: handBackAttempts, worker: worker, on: connection)

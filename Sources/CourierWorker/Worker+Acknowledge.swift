@@ -22,7 +22,8 @@ extension Worker {
                 let breakerPolicy = configuration.breakerPolicy
                 let jitter = lock.withLock { breakerPolicy.cooldownJitterFactor(using: &random) }
                 let result = session.run { connection in
-                    try Acknowledgement.write(batch, worker: self.id, breakerPolicy: policy, jitter: jitter, on: connection)
+                    try Acknowledgement.write(batch, worker: self.id, breakerPolicy: policy, jitter: jitter,
+                                              archiveSuccesses: self.configuration.retention > .zero, on: connection)
                 }
                 if case .failure = result {
                     acknowledgements.putBack(batch)

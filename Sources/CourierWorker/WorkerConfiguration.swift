@@ -20,7 +20,8 @@ public struct WorkerConfiguration: Sendable {
     public var breakerPolicy = BreakerPolicy()
     /// The polling fallback when no NOTIFY arrives. Default 1 s.
     public var pollInterval: Duration = .seconds(1)
-    /// How long succeeded jobs stay visible to `jobctl show`. Default 24 h.
+    /// How long succeeded jobs stay visible to `jobctl show`. Default 24 h. Zero keeps
+    /// none: a success deletes the job without archiving it in `completed_jobs`.
     public var retention: Duration = .seconds(86_400)
     /// Dead letters older than this are purged automatically; nil keeps them until purged by hand.
     public var deadLetterRetention: Duration?

@@ -31,7 +31,7 @@ enum WorkerOptions {
             ?? c.breakerPolicy.failureRateThreshold
         c.breakerPolicy.cooldown = try command.duration("breaker-cooldown", minimum: .milliseconds(100)) ?? c.breakerPolicy.cooldown
         c.breakerPolicy.cooldownMax = try command.duration("breaker-cooldown-max", minimum: .milliseconds(100)) ?? c.breakerPolicy.cooldownMax
-        c.retention = try command.duration("retention", minimum: .seconds(1)) ?? c.retention
+        c.retention = try command.duration("retention", minimum: .zero) ?? c.retention
         c.deadLetterRetention = try command.duration("dead-letter-retention", minimum: .seconds(60))
         c.metricsAddress = command.value("metrics-addr")
         c.secretsDirectory = command.value("secrets-dir")

@@ -69,6 +69,22 @@ import Testing
         }
     }
 
+    @Test func withoutTheArchiveASuccessOnlyDeletesAndKeepsTheSameFence() throws {
+        try CourierTestDatabase.with { (_, db) throws in
+            let ids = try enqueue(db, 2)
+            _ = try JobsTable.claim(queue: "default", limit: 2, worker: workerA, leaseMilliseconds: 30_000, on: db)
+            let success = JobsTable.Success(id: ids[0], attempt: 1, status: 200, durationMilliseconds: 5)
+            #expect(try JobsTable.complete([success], worker: workerB, archive: false, on: db).isEmpty, "another worker's lease")
+            #expect(try JobsTable.complete([.init(id: ids[0], attempt: 2, status: 200, durationMilliseconds: 5)], worker: workerA,
+                                           archive: false, on: db).isEmpty, "another attempt")
+            #expect(try JobsTable.complete([success], worker: workerA, archive: false, on: db) == [ids[0]])
+            #expect(try state(db, ids[0]) == nil)
+            #expect(try JobsTable.get(id: ids[0], on: db) == nil, "nothing is kept to show")
+            #expect(try db.query("select count(*)::bigint from courier.completed_jobs").rows[0].decode(0, as: Int.self) == 0)
+            #expect(try state(db, ids[1])?.state == "running", "only the acknowledged job left")
+        }
+    }
+
     @Test func acknowledgementsAreFencedByTheLease() throws {
         try CourierTestDatabase.with { (_, db) throws in
             let ids = try enqueue(db, 3)

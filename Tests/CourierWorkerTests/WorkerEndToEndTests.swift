@@ -31,6 +31,25 @@ import Testing
         await h.close()
     }
 
+    @Test func retentionZeroDeliversWithoutArchivingAndStatsStillCountSuccesses() async throws {
+        let h = try WorkerHarness()
+        try h.start { $0.retention = .zero }
+        var ids: [Int64] = []
+        for i in 0..<20 { ids.append(try h.enqueue("/plain/\(i)")) }
+        #expect(try await h.waitForRequests(20))
+        #expect(try await h.eventually {
+            try h.db.query("select count(*)::bigint from courier.jobs").rows[0].decode(0, as: Int.self) == 0
+        })
+        #expect(try h.db.query("select count(*)::bigint from courier.completed_jobs").rows[0].decode(0, as: Int.self) == 0)
+        #expect(try h.job(ids[0]) == nil, "a success leaves nothing to show")
+        // The success attempts were still counted for the fleet's stats.
+        #expect(try await h.eventually {
+            try h.db.query("select coalesce(sum(attempts), 0)::bigint from courier.attempt_stats where class = 'success'")
+                .rows[0].decode(0, as: Int.self) == 20
+        })
+        await h.close()
+    }
+
     @Test func secretHeaderReferencesAreResolvedAtSendTime() async throws {
         let h = try WorkerHarness()
         let id = try h.enqueue("/secret") { $0.headers = [("Authorization", .secret(name: "partner-token"))] }
