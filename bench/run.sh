@@ -10,6 +10,7 @@
 # Knobs (environment), defaults in brackets:
 #   REPS [3]                 repetitions of every measurement (median reported)
 #   DRAIN_N [100000]         no-op jobs per drain (Courier and PgQueuer)
+#   DRAIN_NOARCHIVE_CONC ["256,1024"]  --concurrency values of the drains with --retention 0 (no success archive)
 #   DRAIN_WORKERS ["1,2"]    jobworker processes;  DRAIN_CONC ["64,256,1024"]  --concurrency values tried
 #   PGQ_CONFIGS              PgQueuer drain configs "procs qms batch;..." ["2 1 500;2 2 250;1 1 500"]
 #   HTTP_N [50000]           GET jobs per HTTP drain;  HTTP_WORKERS ["1,2"];  HTTP_CONC ["64,256"]
@@ -29,11 +30,13 @@ QUICK="${QUICK:-0}"
 if [ "$QUICK" = 1 ]; then
   : "${REPS:=1}" "${DRAIN_N:=20000}" "${HTTP_N:=10000}" "${LAT_N:=100}" "${MEM_DELAY:=4}" "${ENQ_LINES:=20000}"
   : "${ENQ_SQL_CALLS:=1000}" "${PGB_T:=2}" "${PGB_FILL:=200000}" "${DRAIN_CONC:=256}" "${HTTP_CONC:=256}"
+  : "${DRAIN_NOARCHIVE_CONC:=256}"
   : "${PGQ_CONFIGS:=2 1 500}"
 fi
 REPS="${REPS:-3}"
 ONLY="${ONLY:-pgbench drain http latency memory enqueue}"
 DRAIN_N="${DRAIN_N:-100000}"; DRAIN_WORKERS="${DRAIN_WORKERS:-1,2}"; DRAIN_CONC="${DRAIN_CONC:-64,256,1024}"
+DRAIN_NOARCHIVE_CONC="${DRAIN_NOARCHIVE_CONC:-256,1024}"
 PGQ_CONFIGS="${PGQ_CONFIGS:-2 1 500;2 2 250;1 1 500}"
 HTTP_N="${HTTP_N:-50000}"; HTTP_WORKERS="${HTTP_WORKERS:-1,2}"; HTTP_CONC="${HTTP_CONC:-64,256}"
 PGQ_HTTP_CONFIGS="${PGQ_HTTP_CONFIGS:-2 100 1000}"
@@ -148,6 +151,8 @@ if has drain; then
   for rep in $(seq 1 "$REPS"); do
     say "courier drain rep $rep"
     "${CB[@]}" drain "${COMMON[@]}" --kind noop --jobs "$DRAIN_N" --workers "$DRAIN_WORKERS" --concurrency "$DRAIN_CONC" --reps 1
+    say "courier drain --retention 0 rep $rep"
+    "${CB[@]}" drain "${COMMON[@]}" --kind noop --jobs "$DRAIN_N" --workers "$DRAIN_WORKERS" --concurrency "$DRAIN_NOARCHIVE_CONC" --retention 0 --reps 1
     say "pgqueuer drain rep $rep"
     IFS=';' read -ra cfgs <<< "$PGQ_CONFIGS"
     for cfg in "${cfgs[@]}"; do

@@ -7,8 +7,10 @@ public enum DurationText {
     ]
 
     /// Parses `text`, or returns nil when it is not a valid duration.
-    /// A bare number (`30`) is rejected: the unit is always required.
+    /// A bare number (`30`) is rejected: the unit is always required, except for `0`,
+    /// which is zero in every unit.
     public static func parse(_ text: String) -> Duration? {
+        if text == "0" { return .zero }
         let scalars = Array(text.unicodeScalars)
         guard !scalars.isEmpty else { return nil }
         var index = 0

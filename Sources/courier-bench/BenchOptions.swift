@@ -20,6 +20,12 @@ struct BenchOptions {
         }
     }
 
+    /// The value given for `name`, or nil when the option was not given.
+    func optional(_ name: String) -> String? {
+        precondition(known.contains(name), "option --\(name) is not declared")
+        return values[name]
+    }
+
     func string(_ name: String, default fallback: String) -> String {
         precondition(known.contains(name), "option --\(name) is not declared")
         return values[name] ?? fallback

@@ -7,6 +7,7 @@ import Foundation
 //   courier-bench setup    [common]                         recreate and migrate the database
 //   courier-bench enqueue  [common] --lines 100000 --sql-calls 10000 --reps 3
 //   courier-bench drain    [common] --kind noop|http --jobs 100000 --workers 1,2 --concurrency 64,256 --reps 3 [--url URL]
+//                          [--retention 0]   (the workers' --retention; 0: no success archive)
 //   courier-bench pgbench  [common] --clients 1,2,4 --duration 5 --fill 600000 --batch 100 --reps 1 [--pgbench PATH]
 //   courier-bench latency  [common] --jobs 500 --interval-ms 20 --reps 3
 //   courier-bench memory   [common] --concurrency 256 --delay 10
@@ -28,11 +29,12 @@ func runBench(_ arguments: [String]) throws {
                                  sqlCalls: try options.int("sql-calls", default: 10_000))
         for rep in 1...max(1, try options.int("reps", default: 3)) { try bench.run(rep: rep) }
     case "drain":
-        let options = try BenchOptions(rest, known: common + ["kind", "jobs", "workers", "concurrency", "reps", "url"])
+        let options = try BenchOptions(rest, known: common + ["kind", "jobs", "workers", "concurrency", "reps", "url", "retention"])
         guard let kind = DrainBench.Kind(rawValue: options.string("kind", default: "noop")) else { throw BenchError("--kind: noop or http") }
         let bench = DrainBench(context: try BenchContext(options), kind: kind,
                                jobs: try options.int("jobs", default: kind == .noop ? 100_000 : 50_000),
-                               httpURL: options.string("url", default: "http://127.0.0.1:18080/ok"))
+                               httpURL: options.string("url", default: "http://127.0.0.1:18080/ok"),
+                               retention: options.optional("retention"))
         let reps = max(1, try options.int("reps", default: 3))
         for rep in 1...reps {
             for workers in try options.intList("workers", default: [1, 2]) {

@@ -120,13 +120,13 @@ struct DurationAndRateTests {
     @Test(arguments: [
         ("250ms", Duration.milliseconds(250)), ("30s", .seconds(30)), ("5m", .seconds(300)),
         ("2h", .seconds(7200)), ("1h30m", .seconds(5400)), ("7d", .seconds(604_800)),
-        ("1m30s500ms", .milliseconds(90_500)), ("0s", .zero), ("1d2h3m4s5ms", .milliseconds(93_784_005)),
+        ("1m30s500ms", .milliseconds(90_500)), ("0s", .zero), ("0", .zero), ("1d2h3m4s5ms", .milliseconds(93_784_005)),
     ])
     func parsesValidDurations(_ text: String, _ expected: Duration) {
         #expect(DurationText.parse(text) == expected)
     }
 
-    @Test(arguments: ["", "30", "s", "5 m", "5M", "1.5s", "30m1h", "1h1h", "-5s", "5sec", "ms5",
+    @Test(arguments: ["", "30", "00", "0.0", "s", "5 m", "5M", "1.5s", "30m1h", "1h1h", "-5s", "5sec", "ms5",
                       "99999999999999999999s", "9223372036854775807d"])
     func rejectsInvalidDurations(_ text: String) {
         #expect(DurationText.parse(text) == nil)
