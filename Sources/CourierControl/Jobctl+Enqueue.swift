@@ -156,10 +156,12 @@ extension Jobctl {
     }
 }
 
-/// The ranges of the lines of `bytes`, without their newlines.
+/// The ranges of the lines of `bytes`, without their newlines. A UTF-8 byte order
+/// mark at the start, as some Windows tools write, is not part of line 1.
 private func lineRanges(_ bytes: UnsafeBufferPointer<UInt8>) -> [Range<Int>] {
     var lines: [Range<Int>] = []
-    var lineStart = 0
+    let hasByteOrderMark = bytes.count >= 3 && bytes[0] == 0xEF && bytes[1] == 0xBB && bytes[2] == 0xBF
+    var lineStart = hasByteOrderMark ? 3 : 0
     for (index, byte) in bytes.enumerated() where byte == UInt8(ascii: "\n") {
         lines.append(lineStart..<index)
         lineStart = index + 1

@@ -73,6 +73,21 @@ struct NDJSONEnqueueTests {
         }
     }
 
+    @Test func aByteOrderMarkBeforeTheFirstLineIsSkipped() throws {
+        try ControlFixture.with { fixture throws in
+            let input = Data([0xEF, 0xBB, 0xBF]) + Data((#"{"url": "http://example.com/1"}"# + "\r\n" + #"{"url": "http://example.com/2"}"#).utf8)
+            let result = fixture.run(["enqueue", "--ndjson"], stdin: input)
+            #expect(result.status == 0, "\(result)")
+            #expect(result.out == "2\n")
+            // Anywhere else it is not whitespace, and the line is refused by number.
+            let later = Data(#"{"url": "http://example.com/3"}"#.utf8) + Data([0x0A, 0xEF, 0xBB, 0xBF]) + Data(#"{"url": "http://example.com/4"}"#.utf8)
+            let refused = fixture.run(["enqueue", "--ndjson"], stdin: later)
+            #expect(refused.status == 2)
+            #expect(refused.err.contains("--ndjson line 2: line: is not valid JSON"), "\(refused.err)")
+            #expect(try fixture.jobCount == 2)
+        }
+    }
+
     @Test func idempotencyKeyNullAbsentAndGiven() throws {
         try ControlFixture.with { fixture throws in
             let input = """
