@@ -81,27 +81,3 @@ extension EnqueueRequest {
         return try Destination.derive(fromURL: url)
     }
 }
-
-/// Writing JSON strings by hand: the headers object is tiny, and `JSONSerialization`
-/// boxed every name and value for it.
-enum JSONText {
-    /// Appends `text` as a JSON string literal, with quotes, backslashes and control
-    /// characters escaped.
-    static func appendQuoted(_ text: String, to json: inout String) {
-        json += "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": json += "\\\""
-            case "\\": json += "\\\\"
-            case "\n": json += "\\n"
-            case "\r": json += "\\r"
-            case "\t": json += "\\t"
-            case "\u{0}"..."\u{1F}":
-                let hex = String(scalar.value, radix: 16)
-                json += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: json.unicodeScalars.append(scalar)
-            }
-        }
-        json += "\""
-    }
-}

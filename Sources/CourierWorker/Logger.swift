@@ -1,3 +1,4 @@
+import CourierCore
 import Foundation
 
 /// One line per event, logfmt (default) or JSON, written to standard error.
@@ -64,23 +65,7 @@ public final class Logger: @unchecked Sendable {
     }
 
     static func json(_ fields: [(String, String)]) -> String {
-        let body = fields.map { key, value in "\(jsonString(key)):\(jsonString(value))" }.joined(separator: ",")
+        let body = fields.map { key, value in "\(JSONText.quoted(key)):\(JSONText.quoted(value))" }.joined(separator: ",")
         return "{\(body)}"
-    }
-
-    static func jsonString(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
     }
 }
