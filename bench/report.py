@@ -131,34 +131,29 @@ w("## Headline")
 w("")
 w("| figure | Courier | reference (same run) | ratio | aim | |")
 w("|---|---|---|---|---|---|")
-rows_out = []
-for workers in (1, 2):
-    k, rs = best_for_workers(noop, workers)
-    if rs:
+def drain_rows(groups, label, reference_name, reference, note=""):
+    """One headline row per worker count: the best concurrency against the reference; returns the medians."""
+    medians = []
+    for workers in (1, 2):
+        k, rs = best_for_workers(groups, workers)
+        if not rs:
+            continue
         m = med([r["jobs_per_s"] for r in rs])
-        rows_out.append((workers, k, m))
-        w(f"| no-op drain, {workers} worker{'s' if workers > 1 else ''} (best: --concurrency {k[1]}) | "
-          f"{cell([r['jobs_per_s'] for r in rs])} jobs/s | PgQueuer best {pgq_best_med:,.0f} | "
-          f"{ratio(m, pgq_best_med):.2f}× | ≥ 2× | {verdict(ratio(m, pgq_best_med) >= 2)} |")
-for workers in (1, 2):
-    k, rs = best_for_workers(noop0, workers)
-    if rs:
-        m = med([r["jobs_per_s"] for r in rs])
-        w(f"| no-op drain with `--retention 0` (no success archive), {workers} worker{'s' if workers > 1 else ''} "
-          f"(best: --concurrency {k[1]}) | {cell([r['jobs_per_s'] for r in rs])} jobs/s | PgQueuer best {pgq_best_med:,.0f} | "
-          f"{ratio(m, pgq_best_med):.2f}× | ≥ 2× | {verdict(ratio(m, pgq_best_med) >= 2)} (not the default) |")
-if rows_out:
-    m = max(x[2] for x in rows_out)
+        medians.append(m)
+        w(f"| {label}, {workers} worker{'s' if workers > 1 else ''} (best: --concurrency {k[1]}) | "
+          f"{cell([r['jobs_per_s'] for r in rs])} jobs/s | {reference_name} best {reference:,.0f} | "
+          f"{ratio(m, reference):.2f}× | ≥ 2× | {verdict(ratio(m, reference) >= 2)}{note} |")
+    return medians
+
+
+noop_medians = drain_rows(noop, "no-op drain", "PgQueuer", pgq_best_med)
+drain_rows(noop0, "no-op drain with `--retention 0` (no success archive)", "PgQueuer", pgq_best_med, " (not the default)")
+if noop_medians:
+    m = max(noop_medians)
     w(f"| no-op drain, best vs raw-SQL limit | {m:,.0f} jobs/s | Courier's claim+ack under pgbench, "
       f"{raw_limit_key[0] if raw_limit_key else '?'} clients: {raw_limit_med:,.0f} | {ratio(m, raw_limit_med):.0%} | ≥ 50% | "
       f"{verdict(ratio(m, raw_limit_med) >= 0.5)} |")
-for workers in (1, 2):
-    k, rs = best_for_workers(http, workers)
-    if rs:
-        m = med([r["jobs_per_s"] for r in rs])
-        w(f"| HTTP drain (nginx), {workers} worker{'s' if workers > 1 else ''} (best: --concurrency {k[1]}) | "
-          f"{cell([r['jobs_per_s'] for r in rs])} jobs/s | PgQueuer+aiohttp best {pgqh_best_med:,.0f} | "
-          f"{ratio(m, pgqh_best_med):.2f}× | ≥ 2× | {verdict(ratio(m, pgqh_best_med) >= 2)} |")
+drain_rows(http, "HTTP drain (nginx)", "PgQueuer+aiohttp", pgqh_best_med)
 if lat:
     p99 = [r["from_commit"]["p99_ms"] for r in lat]
     p50 = [r["from_commit"]["p50_ms"] for r in lat]
