@@ -11,6 +11,10 @@ public enum JSONText {
     /// Appends `text` to `json` as a JSON string literal.
     public static func appendQuoted(_ text: String, to json: inout String) {
         json += "\""
+        if !text.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+            json += text   // nothing to escape: the usual case
+            return json += "\""
+        }
         for scalar in text.unicodeScalars {
             switch scalar {
             case "\"": json += "\\\""

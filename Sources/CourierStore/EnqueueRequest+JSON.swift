@@ -134,9 +134,77 @@ extension EnqueueRequest {
 /// seconds or a numeric offset.
 public enum Timestamp {
     public static func parse(_ text: String) -> Date? {
+        // The usual spelling is read by hand: Foundation's ISO 8601 parser (and trimming
+        // through NSString) was a quarter of a bulk load's client time when every line
+        // had a run_at and a deadline.
+        if let date = parseCommonForm(text) { return date }
         let trimmed = text.trimmingCharacters(in: .whitespaces)
         if let date = try? Date(trimmed, strategy: Date.ISO8601FormatStyle(includingFractionalSeconds: true)) { return date }
         return try? Date(trimmed, strategy: Date.ISO8601FormatStyle())
+    }
+
+    /// `YYYY-MM-DDTHH:MM:SS`, optional fraction, then `Z` or `±HH:MM`; nil for anything
+    /// else (which the caller gives to Foundation). Dates and times are range-checked.
+    static func parseCommonForm(_ text: String) -> Date? {
+        let b = Array(text.utf8)
+        guard b.count >= 20, b[4] == UInt8(ascii: "-"), b[7] == UInt8(ascii: "-"), b[10] == UInt8(ascii: "T"),
+              b[13] == UInt8(ascii: ":"), b[16] == UInt8(ascii: ":") else { return nil }
+        func number(_ range: Range<Int>) -> Int? {
+            var value = 0
+            for index in range {
+                guard b[index] >= UInt8(ascii: "0"), b[index] <= UInt8(ascii: "9") else { return nil }
+                value = value * 10 + Int(b[index] - UInt8(ascii: "0"))
+            }
+            return value
+        }
+        guard let year = number(0..<4), let month = number(5..<7), let day = number(8..<10),
+              let hour = number(11..<13), let minute = number(14..<16), let second = number(17..<19),
+              (1...12).contains(month), day >= 1, day <= daysIn(month: month, year: year),
+              hour <= 23, minute <= 59, second <= 59 else { return nil }
+        var index = 19
+        var fraction = 0.0
+        if b[index] == UInt8(ascii: ".") {
+            index += 1
+            var scale = 0.1
+            let start = index
+            while index < b.count, b[index] >= UInt8(ascii: "0"), b[index] <= UInt8(ascii: "9") {
+                fraction += Double(b[index] - UInt8(ascii: "0")) * scale
+                scale /= 10
+                index += 1
+            }
+            guard index > start else { return nil }
+        }
+        var offsetSeconds = 0
+        if index == b.count - 1, b[index] == UInt8(ascii: "Z") || b[index] == UInt8(ascii: "z") {
+            offsetSeconds = 0
+        } else if index == b.count - 6, b[index] == UInt8(ascii: "+") || b[index] == UInt8(ascii: "-"),
+                  b[index + 3] == UInt8(ascii: ":"), let hours = number((index + 1)..<(index + 3)),
+                  let minutes = number((index + 4)..<(index + 6)), hours <= 23, minutes <= 59 {
+            offsetSeconds = (hours * 3600 + minutes * 60) * (b[index] == UInt8(ascii: "-") ? -1 : 1)
+        } else {
+            return nil
+        }
+        let days = daysSinceEpoch(year: year, month: month, day: day)
+        let seconds = days * 86_400 + hour * 3600 + minute * 60 + second - offsetSeconds
+        return Date(timeIntervalSince1970: Double(seconds) + fraction)
+    }
+
+    private static func daysIn(month: Int, year: Int) -> Int {
+        switch month {
+        case 2: (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
+        case 4, 6, 9, 11: 30
+        default: 31
+        }
+    }
+
+    /// Days from 1970-01-01 to the proleptic Gregorian date (Howard Hinnant's algorithm).
+    private static func daysSinceEpoch(year: Int, month: Int, day: Int) -> Int {
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yearOfEra = y - era * 400
+        let dayOfYear = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        return era * 146_097 + dayOfEra - 719_468
     }
 
     /// `2026-11-29T20:00:00.123Z`, always UTC.

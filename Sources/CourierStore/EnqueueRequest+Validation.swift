@@ -12,12 +12,12 @@ extension EnqueueRequest {
         if !Self.isMethodToken(method.asciiUppercased) {
             throw ValidationError(field: "method", message: "must be an HTTP method token such as GET or POST, got '\(method)'")
         }
-        var seen = Set<String>()
-        for header in headers {
+        for (index, header) in headers.enumerated() {
             if !Self.isHeaderName(header.name) {
                 throw ValidationError(field: "headers", message: "'\(header.name)' is not a valid header name")
             }
-            if !seen.insert(header.name.asciiLowercased).inserted {
+            // Few headers per job: comparing pairs beats building a set of lower-cased names.
+            if headers[..<index].contains(where: { Self.sameHeaderName($0.name, header.name) }) {
                 throw ValidationError(field: "headers", message: "header '\(header.name)' is given twice")
             }
             switch header.value {
@@ -97,6 +97,13 @@ extension EnqueueRequest {
         guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty else { return false }
         return parts[0].allSatisfy { isLetterOrDigit($0) || "!#$&^_.+-".utf8.contains($0) }
             && parts[1].allSatisfy { isLetterOrDigit($0) || "!#$&^_.+*-".utf8.contains($0) }
+    }
+
+    /// ASCII case-insensitive equality of header names (which are ASCII tokens).
+    static func sameHeaderName(_ a: String, _ b: String) -> Bool {
+        a.utf8.count == b.utf8.count && zip(a.utf8, b.utf8).allSatisfy { x, y in
+            x == y || (x | 0x20 == y | 0x20 && (x | 0x20) >= UInt8(ascii: "a") && (x | 0x20) <= UInt8(ascii: "z"))
+        }
     }
 
     private static func isUpper(_ byte: UInt8) -> Bool { byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") }

@@ -28,12 +28,17 @@ struct JSONLineReader {
     private let bytes: UnsafeBufferPointer<UInt8>
     private var index: Int
     private let end: Int
+    /// Whether the input is all ASCII, so text needs no UTF-8 validation (most lines).
+    private let isASCII: Bool
 
     /// A reader of `bytes[range]`; the buffer must outlive the reader.
     init(_ bytes: UnsafeBufferPointer<UInt8>, range: Range<Int>? = nil) {
         self.bytes = bytes
         self.index = range?.lowerBound ?? 0
         self.end = range?.upperBound ?? bytes.count
+        var highBits: UInt8 = 0
+        for position in index..<end { highBits |= bytes[position] }
+        self.isASCII = highBits < 0x80
     }
 
     /// The members of the object that makes up the whole input, in the order written.
@@ -78,7 +83,8 @@ struct JSONLineReader {
     /// The raw text of `range`, which must be valid UTF-8 (strings inside nested values
     /// are checked here, once, rather than while skipping them).
     func text(_ range: Range<Int>) -> String? {
-        String(validating: UnsafeBufferPointer(rebasing: bytes[range]), as: UTF8.self)
+        let slice = UnsafeBufferPointer(rebasing: bytes[range])
+        return isASCII ? String(decoding: slice, as: UTF8.self) : String(validating: slice, as: UTF8.self)
     }
 
     // MARK: - Values

@@ -78,8 +78,8 @@ public enum JobsTable {
         }
     }
 
-    /// The direct path: one COPY into `courier.jobs`, rows encoded as they are sent so
-    /// the encoding here overlaps the server's inserting.
+    /// The direct path: one COPY into `courier.jobs`, rows encoded on a second thread
+    /// while this one sends, so the encoding overlaps the server's inserting.
     static func enqueueDirect(_ requests: [EnqueueRequest], on tx: PostgresConnection, chunkSize: Int,
                               progress: ((Int) -> Void)?) throws -> Int {
         let now = try tx.query("select now()::text").rows[0].decode(0, as: String.self)
@@ -89,33 +89,38 @@ public enum JobsTable {
         let held = Set(try tx.query("select destination from courier.breakers where state <> 'closed'").rows.map {
             try $0.decode(0, as: String.self)
         })
-        var keys = RandomUUIDs()
-        var loaded = 0
-        return try tx.copyIn("""
+        var reported = 0
+        let copied = try tx.copyIn("""
             copy courier.jobs (queue, priority, run_at, max_attempts, deadline, destination, method, url, headers,
                 body, timeout_ms, expect_content_type, idempotency_key, held_since) from stdin
-            """) { writer in
-            var encoder = CopyRowEncoder(reservingCapacity: 260 * 1024)
-            for request in requests {
-                let destination: String
-                do throws(ValidationError) {
-                    destination = try request.resolvedDestination()
-                } catch {
-                    throw PostgresError(kind: .invalidArgument, message: "\(error.field): \(error.message)")
+            """, producing: { emit in
+                var keys = RandomUUIDs()
+                var encoder = CopyRowEncoder(reservingCapacity: 260 * 1024)
+                var encoded = 0
+                for request in requests {
+                    let destination: String
+                    do throws(ValidationError) {
+                        destination = try request.resolvedDestination()
+                    } catch {
+                        throw PostgresError(kind: .invalidArgument, message: "\(error.field): \(error.message)")
+                    }
+                    encodeDirectRow(request, destination: destination, now: now, held: held.contains(destination),
+                                    keys: &keys, into: &encoder)
+                    encoded += 1
+                    // A chunk ends at every chunkSize rows (for progress) or at 256 KiB.
+                    if encoded % chunkSize == 0 || encoder.bytes.count >= 256 * 1024 {
+                        guard emit(encoder) else { return }
+                        encoder.removeAll()
+                    }
                 }
-                encodeDirectRow(request, destination: destination, now: now, held: held.contains(destination),
-                                keys: &keys, into: &encoder)
-                loaded += 1
-                if loaded % chunkSize == 0 {
-                    writer.send(&encoder)
-                    progress?(loaded)
-                } else if encoder.bytes.count >= 256 * 1024 {
-                    writer.send(&encoder)
+                if encoder.rowCount > 0 { _ = emit(encoder) }
+            }, sent: { rows in
+                if rows / chunkSize > reported / chunkSize || rows == requests.count {
+                    progress?(rows)
                 }
-            }
-            writer.send(&encoder)
-            if loaded % chunkSize != 0 { progress?(loaded) }
-        }
+                reported = rows
+            })
+        return copied
     }
 
     /// The staging path: rows with unique keys, whose rule (skip a key a waiting or

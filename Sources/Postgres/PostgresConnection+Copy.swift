@@ -1,3 +1,4 @@
+import Foundation
 import CLibPQ
 
 /// Rows in COPY's text format, encoded straight into bytes: fields separated by tabs,
@@ -7,6 +8,8 @@ import CLibPQ
 public struct CopyRowEncoder: Sendable {
     /// The encoded rows so far.
     public private(set) var bytes: [UInt8] = []
+    /// How many rows were ended since the encoder was made or emptied.
+    public private(set) var rowCount = 0
     /// Whether some field held a NUL byte.
     public private(set) var containsNUL = false
     private var atRowStart = true
@@ -41,12 +44,14 @@ public struct CopyRowEncoder: Sendable {
     public mutating func endRow() {
         bytes.append(UInt8(ascii: "\n"))
         atRowStart = true
+        rowCount += 1
     }
 
     /// Forgets the encoded bytes (after they were sent), keeping the buffer's capacity.
     public mutating func removeAll() {
         bytes.removeAll(keepingCapacity: true)
         atRowStart = true
+        rowCount = 0
     }
 
     private mutating func separate() {
@@ -78,8 +83,8 @@ public struct CopyRowEncoder: Sendable {
 /// Sends encoded rows during ``PostgresConnection/copyIn(_:_:)``.
 public struct CopyWriter {
     fileprivate let handle: OpaquePointer
-    fileprivate var failed = false
-    fileprivate var nulFound = false
+    var failed = false
+    var nulFound = false
 
     /// Sends the encoder's rows and empties it. After a failure (or a NUL byte) nothing
     /// more is sent and the COPY is abandoned when the body returns.
@@ -116,6 +121,43 @@ extension PostgresConnection {
                 if encoder.bytes.count >= 64 * 1024 { writer.send(&encoder) }
             }
             writer.send(&encoder)
+        }
+    }
+
+    /// Runs `COPY … FROM STDIN` (text format) with the rows encoded on a thread of their
+    /// own: `produce` encodes chunks and hands each to `emit` (which returns false once the
+    /// COPY has failed, so the producer can stop), while this thread sends the previous
+    /// chunk. Encoding then overlaps the server's inserting instead of alternating with it.
+    /// `sent` is called on this thread after each chunk with the rows sent so far.
+    /// Returns the number of rows the server copied; an error thrown by `produce` aborts
+    /// the COPY and is rethrown.
+    ///
+    /// - Warning: `copySQL` is sent as is: never build it from untrusted input.
+    public func copyIn(
+        _ copySQL: String,
+        producing produce: @escaping @Sendable (_ emit: (CopyRowEncoder) -> Bool) throws -> Void,
+        sent: (Int) -> Void = { _ in }
+    ) throws -> Int {
+        try copyIn(copySQL) { writer in
+            let chunks = CopyChunkQueue(capacity: 4)
+            let producer = Thread {
+                do {
+                    try produce { chunks.put($0) }
+                    chunks.finish(nil)
+                } catch {
+                    chunks.finish(error)
+                }
+            }
+            producer.start()
+            // Whatever happens here, the producer is stopped and waited for before returning.
+            defer { chunks.cancelAndWait() }
+            var rows = 0
+            while var chunk = try chunks.take() {
+                rows += chunk.rowCount
+                writer.send(&chunk)
+                if writer.failed || writer.nulFound { return }
+                sent(rows)
+            }
         }
     }
 
@@ -175,5 +217,62 @@ extension PostgresConnection {
         if let failure { throw failure }
         if writer.failed { throw connectionError(handle) }
         return copied
+    }
+}
+
+/// Encoded chunks handed from a producer thread to the sending thread, at most
+/// `capacity` waiting, so a fast producer cannot run ahead by the whole load.
+final class CopyChunkQueue: @unchecked Sendable {
+    private let condition = NSCondition()
+    private let capacity: Int
+    private var chunks: [CopyRowEncoder] = []
+    private var finished = false
+    private var cancelled = false
+    private var producerDone = false
+    private var failure: (any Error)?
+
+    init(capacity: Int) { self.capacity = capacity }
+
+    /// Adds a chunk, waiting while the queue is full; false once the consumer cancelled.
+    func put(_ chunk: CopyRowEncoder) -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        while chunks.count >= capacity && !cancelled { condition.wait() }
+        if cancelled { return false }
+        chunks.append(chunk)
+        condition.broadcast()
+        return true
+    }
+
+    /// The producer is done, with the error that stopped it, if any.
+    func finish(_ error: (any Error)?) {
+        condition.lock()
+        finished = true
+        producerDone = true
+        failure = error
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// The next chunk, or nil when the producer finished; rethrows the producer's error.
+    func take() throws -> CopyRowEncoder? {
+        condition.lock()
+        defer { condition.unlock() }
+        while chunks.isEmpty && !finished { condition.wait() }
+        if !chunks.isEmpty {
+            condition.broadcast()
+            return chunks.removeFirst()
+        }
+        if let failure { throw failure }
+        return nil
+    }
+
+    /// Tells the producer to stop and waits until it has.
+    func cancelAndWait() {
+        condition.lock()
+        cancelled = true
+        condition.broadcast()
+        while !producerDone { condition.wait() }
+        condition.unlock()
     }
 }

@@ -21,11 +21,24 @@ public enum PostgresTimestamp {
         let second = timeOfDay / microsPerSecond % 60
         let fraction = timeOfDay % microsPerSecond
         let displayYear = year > 0 ? year : 1 - year
-        var text = pad(displayYear, 4) + "-" + pad(month, 2) + "-" + pad(day, 2)
-        text += " " + pad(hour, 2) + ":" + pad(minute, 2) + ":" + pad(second, 2)
-        text += "." + pad(fraction, 6) + "+00"
-        if year <= 0 { text += " BC" }
-        return text
+        // Written digit by digit: bulk enqueue formats two of these per row.
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(32)
+        func append(_ value: Int64, width: Int) {
+            let digits = String(value).utf8
+            if digits.count < width { bytes.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: width - digits.count)) }
+            bytes.append(contentsOf: digits)
+        }
+        append(displayYear, width: 4); bytes.append(UInt8(ascii: "-"))
+        append(month, width: 2); bytes.append(UInt8(ascii: "-"))
+        append(day, width: 2); bytes.append(UInt8(ascii: " "))
+        append(hour, width: 2); bytes.append(UInt8(ascii: ":"))
+        append(minute, width: 2); bytes.append(UInt8(ascii: ":"))
+        append(second, width: 2); bytes.append(UInt8(ascii: "."))
+        append(fraction, width: 6)
+        bytes.append(contentsOf: "+00".utf8)
+        if year <= 0 { bytes.append(contentsOf: " BC".utf8) }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// Parses PostgreSQL's DateStyle ISO output of `timestamptz`, `timestamp` (read as UTC)
@@ -114,11 +127,6 @@ public enum PostgresTimestamp {
     private static func floorDivide(_ a: Int64, _ b: Int64) -> Int64 {
         let q = a / b
         return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q
-    }
-
-    private static func pad(_ value: Int64, _ width: Int) -> String {
-        let digits = String(value)
-        return digits.count >= width ? digits : String(repeating: "0", count: width - digits.count) + digits
     }
 
     private static func invalid(_ reason: String) -> PostgresError {

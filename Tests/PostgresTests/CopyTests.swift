@@ -114,3 +114,90 @@ import Testing
         }
     }
 }
+
+@Suite struct CopyProducerTests {
+    struct Stop: Error {}
+
+    @Test func chunksFromAProducerThreadArriveInOrderWithProgress() throws {
+        try withConnection { connection, _ in
+            try connection.simpleQuery("create table t (n int, v text)")
+            var progress: [Int] = []
+            let copied = try connection.copyIn("COPY t (n, v) FROM STDIN", producing: { emit in
+                var encoder = CopyRowEncoder()
+                for n in 1...10_000 {
+                    encoder.append(n)
+                    encoder.append("row \(n)")
+                    encoder.endRow()
+                    if n % 1000 == 0 {
+                        guard emit(encoder) else { return }
+                        encoder.removeAll()
+                    }
+                }
+            }, sent: { progress.append($0) })
+            #expect(copied == 10_000)
+            #expect(progress == Array(stride(from: 1000, through: 10_000, by: 1000)))
+            #expect(try connection.query("select count(*), sum(n) from t").rows[0].values == ["10000", "50005000"])
+            // COPY keeps the order the rows were sent in: the heap holds them in sequence.
+            #expect(try connection.query("select bool_and(n = ord) from (select n, row_number() over (order by ctid) as ord from t) s")
+                .rows[0].decode(0, as: Bool.self))
+        }
+    }
+
+    @Test func aThrowingProducerAbortsTheCopyAndNothingIsKept() throws {
+        try withConnection { connection, _ in
+            try connection.simpleQuery("create table t (n int)")
+            #expect(throws: Stop.self) {
+                try connection.copyIn("COPY t (n) FROM STDIN", producing: { emit in
+                    var encoder = CopyRowEncoder()
+                    encoder.append(1)
+                    encoder.endRow()
+                    _ = emit(encoder)
+                    throw Stop()
+                })
+            }
+            #expect(connection.transactionStatus == .idle)
+            #expect(try connection.query("select count(*) from t").rows[0].decode(0, as: Int.self) == 0)
+        }
+    }
+
+    @Test func aRefusedRowFailsTheCopyAndAProducerBlockedOnAFullQueueIsReleased() throws {
+        try withConnection { connection, _ in
+            try connection.simpleQuery("create table t (n int)")
+            // A NUL byte stops the sending side at once; the producer, which would emit
+            // far more chunks than the queue holds, must be told to stop, not left blocked.
+            let emitted = Counter()
+            let error = #expect(throws: PostgresError.self) {
+                try connection.copyIn("COPY t (n) FROM STDIN", producing: { emit in
+                    for chunk in 0..<1000 {
+                        var encoder = CopyRowEncoder()
+                        if chunk == 1 { encoder.append("1\u{0}") } else { encoder.append(chunk) }
+                        encoder.endRow()
+                        guard emit(encoder) else { return }
+                        emitted.increment()
+                    }
+                })
+            }
+            #expect(error?.kind == .invalidArgument)
+            #expect(emitted.value < 1000, "the producer stopped early (\(emitted.value) chunks)")
+            #expect(try connection.query("select count(*) from t").rows[0].decode(0, as: Int.self) == 0)
+            // And a server-side refusal (not a number) fails the whole COPY.
+            let refused = #expect(throws: PostgresError.self) {
+                try connection.copyIn("COPY t (n) FROM STDIN", producing: { emit in
+                    var encoder = CopyRowEncoder()
+                    encoder.append("1"); encoder.endRow()
+                    encoder.append("two"); encoder.endRow()
+                    _ = emit(encoder)
+                })
+            }
+            #expect(refused?.sqlState == "22P02")
+            #expect(try connection.query("select count(*) from t").rows[0].decode(0, as: Int.self) == 0)
+        }
+    }
+}
+
+final class Counter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var count = 0
+    func increment() { lock.withLock { count += 1 } }
+    var value: Int { lock.withLock { count } }
+}
