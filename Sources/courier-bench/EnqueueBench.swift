@@ -16,15 +16,39 @@ struct EnqueueBench {
         #"{"url":"http://127.0.0.1:18080/hooks/\#(index % 100)","body":{"event":"order.paid","order":\#(index)},"queue":"enq"}"#
     }
 
-    func ndjsonFile() throws -> String {
-        let path = context.workDirectory + "/enqueue-\(lines).ndjson"
+    /// A line using most fields: a PUT with a secret header and two literal ones, a JSON
+    /// body with a non-ASCII escape, a schedule, a deadline, retry and timeout settings.
+    static func richLine(_ index: Int) -> String {
+        #"{"url":"https://api\#(index % 50).example.com/v2/hooks/\#(index)?x=1","method":"put","#
+            + #""headers":{"Authorization":{"secret":"TOKEN"},"Content-Type":"application/json","X-Request-Id":"r-\#(index)"},"#
+            + #""body":{"event":"order.paid","order":\#(index),"items":[1,2,3],"note":"caf\u00e9"},"queue":"enq","#
+            + #""priority":\#(index % 10),"run_at":"2030-01-01T00:00:\#(String(format: "%02d", index % 60)).123Z","#
+            + #""deadline":"2030-01-02T00:00:00Z","max_attempts":8,"timeout_ms":5000,"expect_content_type":"application/json"}"#
+    }
+
+    func ndjsonFile(rich: Bool = false) throws -> String {
+        let path = context.workDirectory + "/enqueue-\(rich ? "rich-" : "")\(lines).ndjson"
         if !FileManager.default.fileExists(atPath: path) {
             var text = ""
-            text.reserveCapacity(lines * 100)
-            for index in 0..<lines { text += Self.line(index) + "\n" }
+            text.reserveCapacity(lines * (rich ? 450 : 100))
+            for index in 0..<lines { text += (rich ? Self.richLine(index) : Self.line(index)) + "\n" }
             try text.write(toFile: path, atomically: true, encoding: .utf8)
         }
         return path
+    }
+
+    /// Runs `jobctl enqueue --ndjson file` and returns its wall time, process start to exit.
+    func timeJobctl(_ file: String, _ connection: PostgresConnection) throws -> Double {
+        try context.resetQueue(connection)
+        let started = monotonicSeconds()
+        let jobctl = try ChildProcess(context.binDirectory + "/jobctl",
+                                      ["enqueue", "--ndjson", file, "--database-url", context.connectionString],
+                                      logPath: context.workDirectory + "/jobctl-enqueue.log")
+        guard jobctl.wait(timeout: 600) == 0 else { throw BenchError("jobctl enqueue failed:\n\(jobctl.output.suffix(2000))") }
+        let seconds = monotonicSeconds() - started
+        let loaded = try context.count(connection, "select count(*) from courier.jobs")
+        guard loaded == lines else { throw BenchError("jobctl enqueued \(loaded) jobs, expected \(lines)") }
+        return seconds
     }
 
     func run(rep: Int) throws {
@@ -32,16 +56,9 @@ struct EnqueueBench {
         let connection = try context.connect()
         defer { connection.close() }
 
-        // 1. jobctl, end to end.
-        try context.resetQueue(connection)
-        let started = monotonicSeconds()
-        let jobctl = try ChildProcess(context.binDirectory + "/jobctl",
-                                      ["enqueue", "--ndjson", file, "--database-url", context.connectionString],
-                                      logPath: context.workDirectory + "/jobctl-enqueue.log")
-        guard jobctl.wait(timeout: 600) == 0 else { throw BenchError("jobctl enqueue failed:\n\(jobctl.output.suffix(2000))") }
-        let jobctlSeconds = monotonicSeconds() - started
-        let loaded = try context.count(connection, "select count(*) from courier.jobs")
-        guard loaded == lines else { throw BenchError("jobctl enqueued \(loaded) jobs, expected \(lines)") }
+        // 1. jobctl, end to end: the webhook lines, then the lines that use most fields.
+        let jobctlSeconds = try timeJobctl(file, connection)
+        let richSeconds = try timeJobctl(try ndjsonFile(rich: true), connection)
 
         // 2. In process: parse and validate (one thread), then enqueueMany (one COPY into courier.jobs).
         try context.resetQueue(connection)
@@ -76,6 +93,8 @@ struct EnqueueBench {
         context.log.record("enqueue", [
             "rep": rep, "lines": lines, "sql_calls": sqlCalls,
             "jobctl_seconds": Stats.rounded(jobctlSeconds, 4), "jobctl_jobs_per_s": Stats.rounded(Double(lines) / jobctlSeconds, 1),
+            "jobctl_rich_seconds": Stats.rounded(richSeconds, 4),
+            "jobctl_rich_jobs_per_s": Stats.rounded(Double(lines) / richSeconds, 1),
             "parse_seconds": Stats.rounded(t1 - t0, 4), "copy_seconds": Stats.rounded(t2 - t1, 4),
             "inprocess_jobs_per_s": Stats.rounded(Double(lines) / (t2 - t0), 1),
             "copy_jobs_per_s": Stats.rounded(Double(lines) / (t2 - t1), 1),
