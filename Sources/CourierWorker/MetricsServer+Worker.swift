@@ -5,8 +5,8 @@ extension MetricsServer {
     /// `sampleInterval` on a connection of its own:
     /// - `GET /metrics`: Prometheus text format 0.0.4;
     /// - `GET /healthz`: 200 `ok` while the process runs;
-    /// - `GET /readyz`: 200 when the database is reachable and the worker is not
-    ///   shutting down, else 503.
+    /// - `GET /readyz`: 200 when the database is reachable, has every migration the
+    ///   worker needs, and the worker is not shutting down, else 503.
     ///
     /// Other paths get 404, other methods than GET and HEAD 405. Throws (and starts
     /// nothing) when the address cannot be bound. `stop()` also stops the sampler.
@@ -43,6 +43,9 @@ extension MetricsServer {
             let current = state()
             if current.stopping { return Response(status: 503, text: "not ready: shutting down\n") }
             if !current.databaseReachable { return Response(status: 503, text: "not ready: the database is unreachable\n") }
+            if !current.missingMigrations.isEmpty {
+                return Response(status: 503, text: "not ready: the database lacks migrations \(current.missingMigrations.joined(separator: ", ")); run 'jobctl migrate'\n")
+            }
             return Response(status: 200, text: "ready\n")
         }
     }
@@ -53,6 +56,7 @@ extension Worker {
     var metricsState: PrometheusText.WorkerState {
         PrometheusText.WorkerState(workerID: id.uuidString.lowercased(), version: CourierVersion.current,
                                    concurrency: configuration.concurrency, inFlight: inFlightCount,
-                                   stopping: isStopping, databaseReachable: isDatabaseReachable)
+                                   stopping: isStopping, databaseReachable: isDatabaseReachable,
+                                   missingMigrations: missingMigrations)
     }
 }

@@ -10,18 +10,22 @@ extension PrometheusText {
         public var inFlight: Int
         public var stopping: Bool
         public var databaseReachable: Bool
+        /// Migrations the worker needs that the database has not applied.
+        public var missingMigrations: [String]
 
-        public init(workerID: String, version: String, concurrency: Int, inFlight: Int, stopping: Bool, databaseReachable: Bool) {
+        public init(workerID: String, version: String, concurrency: Int, inFlight: Int, stopping: Bool, databaseReachable: Bool,
+                    missingMigrations: [String] = []) {
             self.workerID = workerID
             self.version = version
             self.concurrency = concurrency
             self.inFlight = inFlight
             self.stopping = stopping
             self.databaseReachable = databaseReachable
+            self.missingMigrations = missingMigrations
         }
 
         /// What `/readyz` reports.
-        public var ready: Bool { databaseReachable && !stopping }
+        public var ready: Bool { databaseReachable && !stopping && missingMigrations.isEmpty }
     }
 
     /// The `/metrics` page of a worker. Pure: the same values give the same page.
@@ -38,6 +42,9 @@ extension PrometheusText {
         page.single("courier_worker_concurrency", .gauge, help: "Jobs this worker may run at once.", Double(state.concurrency))
         page.single("courier_jobs_in_flight", .gauge, help: "Jobs this worker holds right now.", Double(state.inFlight))
         page.single("courier_worker_stopping", .gauge, help: "1 while a graceful shutdown is under way.", state.stopping ? 1 : 0)
+        page.single("courier_schema_missing_migrations", .gauge,
+                    help: "Migrations this worker needs that the database lacks; it claims nothing while above 0.",
+                    Double(state.missingMigrations.count))
         page.single("courier_database_reachable", .gauge, help: "1 when the database answered the last time the worker asked.",
                     state.databaseReachable ? 1 : 0)
         page.single("courier_worker_ready", .gauge, help: "1 when /readyz answers 200.", state.ready ? 1 : 0)

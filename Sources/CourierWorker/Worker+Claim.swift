@@ -11,6 +11,7 @@ extension Worker {
         let queues = configuration.queues
         var next = 0
         let fullBatch = min(configuration.claimBatch, configuration.concurrency)
+        waitForSchema(session)
         // Per-queue retry settings before the first claim; the maintenance thread refreshes them.
         if case .success(let rows) = session.run({ try QueueSettingsTable.all(on: $0) }) {
             lock.withLock { queuePolicies.update(rows) }
@@ -41,6 +42,30 @@ extension Worker {
             }
             if claimedFull { continue }
             claimSignal.wait(timeout: nextClaimWait())
+        }
+    }
+
+    /// Returns once the database has every migration this worker was built with (or the
+    /// worker is stopping). A worker rolled out before `jobctl migrate` ran would fail on
+    /// every statement that needs the new schema; instead it claims nothing, says once
+    /// what is missing, reports not ready, and starts by itself when the migrations land.
+    func waitForSchema(_ session: DatabaseSession) {
+        var reported = false
+        while !isStopping {
+            if case .success(let applied) = session.run({ try Migrator.appliedVersions($0) }) {
+                let missing = Migration.all.filter { !applied.contains($0.version) }.map(\.name)
+                lock.withLock { missingMigrationNames = missing }
+                if missing.isEmpty {
+                    if reported { logger.info("the schema is up to date: claiming jobs") }
+                    return
+                }
+                if !reported {
+                    logger.error("the database lacks migrations this worker needs; run 'jobctl migrate'. Claiming nothing until then",
+                                 [("missing", missing.joined(separator: ","))])
+                    reported = true
+                }
+            }
+            claimSignal.wait(timeout: .seconds(2))
         }
     }
 

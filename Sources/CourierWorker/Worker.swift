@@ -33,6 +33,9 @@ public final class Worker: @unchecked Sendable {
     /// The earliest time a job this worker retried falls due: the claim loop wakes
     /// then instead of waiting for the next poll, so short backoffs stay short.
     var nextRetryDue: ContinuousClock.Instant?
+    /// Migrations this worker was built with that the database has not applied; the
+    /// worker claims nothing while any are missing (guarded by `lock`).
+    var missingMigrationNames: [String] = []
 
     let acknowledgements = AcknowledgementBuffer()
     let claimSignal = ThreadSignal()
@@ -81,6 +84,10 @@ public final class Worker: @unchecked Sendable {
 
     /// Jobs this worker holds right now.
     public var inFlightCount: Int { lock.withLock { inFlight.count } }
+
+    /// Migrations this worker needs that the database lacks, as last checked; it claims
+    /// nothing until they are applied (`jobctl migrate`).
+    public var missingMigrations: [String] { lock.withLock { missingMigrationNames } }
 
     /// Whether the database answered the last time any loop asked.
     public var isDatabaseReachable: Bool { !outage.isDown }

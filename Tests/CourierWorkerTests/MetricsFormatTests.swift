@@ -166,4 +166,17 @@ import Testing
         #expect(status(stopping: false, reachable: true, "GET", "/other") == 404)
         #expect(status(stopping: false, reachable: true, "HEAD", "/metrics") == 200)
     }
+
+    @Test func aMissingMigrationMakesTheWorkerNotReadyAndShowsOnTheMetricsPage() {
+        let state = PrometheusText.WorkerState(workerID: "w", version: "v", concurrency: 1, inFlight: 0, stopping: false,
+                                               databaseReachable: true, missingMigrations: ["0007_cheaper_value_checks.sql"])
+        #expect(!state.ready)
+        let response = MetricsServer.route(MetricsServer.Request(method: "GET", path: "/readyz", query: nil, version: "HTTP/1.1"),
+                                           state: { state }, page: { "" })
+        #expect(response.status == 503)
+        #expect(String(decoding: response.body, as: UTF8.self).contains("0007_cheaper_value_checks.sql"))
+        let page = PrometheusText.workerPage(metrics: WorkerMetrics().snapshot(), state: state,
+                                             sampling: .init())
+        #expect(page.contains("courier_schema_missing_migrations 1"), "\(page.prefix(600))")
+    }
 }

@@ -50,6 +50,26 @@ import Testing
         await h.close()
     }
 
+    @Test func aWorkerWaitsForMissingMigrationsAndStartsWhenTheyLand() async throws {
+        let h = try WorkerHarness()
+        // As if this worker were rolled out before 'jobctl migrate' applied the newest migration.
+        let newest = try #require(Migration.all.last)
+        try h.db.query("delete from courier.schema_migrations where version = \(newest.version)")
+        let id = try h.enqueue("/after-migrate")
+        try h.start()
+        #expect(try await h.eventually { h.worker.missingMigrations == [newest.name] })
+        #expect(h.logLines.all.contains { $0.contains("lacks migrations") && $0.contains(newest.name) })
+        try await Task.sleep(for: .milliseconds(800))
+        #expect(h.server.requestCount() == 0, "nothing is claimed while a migration is missing")
+        #expect(try h.status(id) == .available)
+
+        try h.db.query("insert into courier.schema_migrations (version, name) values (\(newest.version), \(newest.name))")
+        _ = try await h.waitFor(id, .succeeded)
+        #expect(h.worker.missingMigrations.isEmpty)
+        #expect(h.logLines.all.contains { $0.contains("schema is up to date") })
+        await h.close()
+    }
+
     @Test func secretHeaderReferencesAreResolvedAtSendTime() async throws {
         let h = try WorkerHarness()
         let id = try h.enqueue("/secret") { $0.headers = [("Authorization", .secret(name: "partner-token"))] }
