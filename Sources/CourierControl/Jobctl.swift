@@ -101,7 +101,14 @@ public enum Jobctl {
                                      : Migrator.script(migrations: pending))
             return
         }
-        let applied = try withDatabase(command, io: io) { try Migrator.migrate($0) }
+        let (applied, versions) = try withDatabase(command, io: io) { connection in
+            (try Migrator.migrate(connection), try Migrator.appliedVersions(connection))
+        }
+        let known = Set(Migration.all.map(\.version))
+        let unknown = versions.filter { !known.contains($0) }
+        if !unknown.isEmpty {
+            io.writeErr("note: the database has migrations this jobctl does not know (\(unknown.map(String.init).joined(separator: ", "))): it is older than the schema; use the newer jobctl\n")
+        }
         if command.flag("json") {
             try io.printJSON(["applied": applied.map(\.name)])
         } else if applied.isEmpty {

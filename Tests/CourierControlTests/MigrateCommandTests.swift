@@ -28,6 +28,19 @@ struct MigrateCommandTests {
         }
     }
 
+    @Test func aSchemaNewerThanThisJobctlIsPointedOut() throws {
+        try TestDatabase.with { database throws in
+            #expect(jobctl(["migrate"], databaseURL: database.url).status == 0)
+            let db = try database.connect()
+            defer { db.close() }
+            let future = (Migration.all.last?.version ?? 0) + 1
+            try db.query("insert into courier.schema_migrations (version, name) values (\(future), 'from_a_newer_release.sql')")
+            let again = jobctl(["migrate"], databaseURL: database.url)
+            #expect(again.status == 0, "\(again)")
+            #expect(again.err.contains("note: the database has migrations this jobctl does not know (\(future))"), "\(again.err)")
+        }
+    }
+
     @Test func migrateJSONListsWhatWasApplied() throws {
         try TestDatabase.with { database throws in
             let result = jobctl(["migrate", "--json"], databaseURL: database.url)
