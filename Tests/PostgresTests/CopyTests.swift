@@ -195,6 +195,42 @@ import Testing
     }
 }
 
+extension CopyProducerTests {
+    /// The server going away mid-COPY ends the call with a connection error, without
+    /// leaving the producer blocked on a full queue; the connection can reconnect.
+    @Test func aBackendKilledMidCopyFailsCleanly() throws {
+        try withConnection { connection, database in
+            try connection.simpleQuery("create table t (n int, v text)")
+            let admin = try adminConnection(database)
+            defer { admin.close() }
+            let victim = connection.backendPID
+            let killed = Counter()
+            let error = #expect(throws: PostgresError.self) {
+                try connection.copyIn("COPY t (n, v) FROM STDIN", producing: { emit in
+                    for chunk in 0..<2000 {
+                        var encoder = CopyRowEncoder()
+                        for n in 0..<200 {
+                            encoder.append(chunk * 200 + n)
+                            encoder.append(String(repeating: "x", count: 200))
+                            encoder.endRow()
+                        }
+                        guard emit(encoder) else { return }
+                        if chunk == 5 && killed.value == 0 {
+                            killed.increment()
+                            try? terminateBackend(victim, using: admin)
+                        }
+                    }
+                })
+            }
+            #expect(killed.value == 1)
+            #expect(error?.isConnectionLoss == true, "\(String(describing: error))")
+            // After reconnecting, the COPY has left nothing behind.
+            try connection.reconnect()
+            #expect(try connection.query("select count(*) from t").rows[0].decode(0, as: Int.self) == 0)
+        }
+    }
+}
+
 final class Counter: @unchecked Sendable {
     private let lock = NSLock()
     private var count = 0
