@@ -41,6 +41,19 @@ struct MigrateCommandTests {
         }
     }
 
+    @Test func anEditedMigrationStopsMigrateWithExit1() throws {
+        try TestDatabase.with { database throws in
+            #expect(jobctl(["migrate"], databaseURL: database.url).status == 0)
+            let db = try database.connect()
+            defer { db.close() }
+            let first = try #require(Migration.all.first)
+            try db.query("update courier.schema_migrations set checksum = 'edited' where version = \(first.version)")
+            let result = jobctl(["migrate"], databaseURL: database.url)
+            #expect(result.status == 1, "\(result)")
+            #expect(result.err.contains("migration \(first.name) differs from the one this database applied"), "\(result.err)")
+        }
+    }
+
     @Test func migrateJSONListsWhatWasApplied() throws {
         try TestDatabase.with { database throws in
             let result = jobctl(["migrate", "--json"], databaseURL: database.url)

@@ -33,6 +33,35 @@ import Testing
         #expect(try Migrator.appliedVersions(connection) == Migration.all.map(\.version))
     }
 
+    @Test func checksumsAreRecordedBackfilledAndAnEditedMigrationIsRefused() throws {
+        let database = try TestDatabase.create()
+        defer { try? database.drop() }
+        let connection = try PostgresConnection.connect(PostgresConfiguration(connectionString: database.url))
+        defer { connection.close() }
+        try Migrator.migrate(connection)
+        let first = try #require(Migration.all.first)
+        func stored(_ version: Int) throws -> String? {
+            try connection.query("select checksum from courier.schema_migrations where version = \(version)").rows[0].decode(0, as: String?.self)
+        }
+        // The checksum is the SHA-256 of the text that was applied.
+        let expected = try connection.query("select encode(sha256(convert_to(\(first.sql), 'UTF8')), 'hex')").rows[0].decode(0, as: String.self)
+        #expect(try stored(first.version) == expected)
+        #expect(expected.count == 64)
+
+        // A row from before checksums existed is filled in by the next migrate.
+        try connection.query("update courier.schema_migrations set checksum = null where version = \(first.version)")
+        #expect(try Migrator.migrate(connection).isEmpty)
+        #expect(try stored(first.version) == expected)
+
+        // A migration edited after it was applied stops migrate before it applies anything.
+        try connection.query("update courier.schema_migrations set checksum = 'edited' where version = \(first.version)")
+        try connection.query("delete from courier.schema_migrations where version = \(Migration.all.last!.version)")
+        let error = #expect(throws: ChangedMigrationError.self) { try Migrator.migrate(connection) }
+        #expect(error?.name == first.name)
+        #expect(error?.description.contains("must not be edited") == true)
+        #expect(try Migrator.appliedVersions(connection) == Migration.all.dropLast().map(\.version), "nothing was applied")
+    }
+
     @Test func concurrentMigratorsApplyEachMigrationOnce() async throws {
         let database = try TestDatabase.create()
         defer { try? database.drop() }
