@@ -138,8 +138,16 @@ public enum JobsTable {
         var start = 0
         while start < requests.count {
             let end = min(start + chunkSize, requests.count)
-            let rows = requests[start..<end].enumerated().map { offset, request in
-                Self.stageRow(request, ordinal: start + offset)
+            // Destinations derived here, as on the direct path: `courier.destination_of` runs
+            // through the function executor per row and was half of the INSERT's time.
+            let rows = try requests[start..<end].enumerated().map { offset, request throws in
+                let destination: String
+                do throws(ValidationError) {
+                    destination = try request.resolvedDestination()
+                } catch {
+                    throw PostgresError(kind: .invalidArgument, message: "\(error.field): \(error.message)")
+                }
+                return Self.stageRow(request, ordinal: start + offset, destination: destination)
             }
             loaded += try tx.copyFrom("""
                 copy courier_enqueue_stage (ord, url, method, headers, body, queue, priority, run_at, max_attempts,
@@ -151,15 +159,14 @@ public enum JobsTable {
         let inserted = try tx.execute("""
             insert into courier.jobs (queue, priority, run_at, max_attempts, deadline, destination, method, url,
                 headers, body, timeout_ms, expect_content_type, idempotency_key, unique_key, held_since)
-            select s.queue, s.priority, coalesce(s.run_at, now()), s.max_attempts, s.deadline, d.destination,
+            select s.queue, s.priority, coalesce(s.run_at, now()), s.max_attempts, s.deadline, s.destination,
                 s.method, s.url, s.headers, s.body, s.timeout_ms, s.expect_content_type, s.idempotency_key,
                 s.unique_key,
                 -- Jobs for a destination whose breaker is open start out held.
                 case when held.destination is not null then now() end
             from courier_enqueue_stage s
-            cross join lateral (select coalesce(s.destination, courier.destination_of(s.url)) as destination) d
             left join (select destination from courier.breakers where state <> 'closed') held
-                on held.destination = d.destination
+                on held.destination = s.destination
             order by s.ord
             on conflict (unique_key) where unique_key is not null do nothing
             """)
@@ -200,12 +207,12 @@ public enum JobsTable {
         }
     }
 
-    static func stageRow(_ request: EnqueueRequest, ordinal: Int) -> [String?] {
+    static func stageRow(_ request: EnqueueRequest, ordinal: Int, destination: String) -> [String?] {
         let key = idempotencyKeyText(request.idempotencyKey)
         return [
             String(ordinal), request.url, request.method.asciiUppercased, request.headersJSON, request.body, request.queue,
             String(request.priority), request.runAt?.postgresText, String(request.maxAttempts),
-            request.deadline?.postgresText, key, request.uniqueKey, request.destination,
+            request.deadline?.postgresText, key, request.uniqueKey, destination,
             String(request.timeoutMilliseconds), request.expectContentType?.asciiLowercased,
         ]
     }

@@ -61,4 +61,28 @@ import Testing
             #expect(result.skippedByUniqueKey == 1)
         }
     }
+
+    @Test func theUniqueKeyPathDerivesDestinationsAndHoldsOpenOnes() throws {
+        try CourierTestDatabase.with { (_, db) throws in
+            try BreakersTable.force(destination: "https://down.example.com:443", action: .open, on: db)
+            var held = EnqueueRequest(url: "https://DOWN.example.com/x")
+            held.uniqueKey = "k1"
+            var explicit = EnqueueRequest(url: "https://api.example.com/y")
+            explicit.uniqueKey = "k2"
+            explicit.destination = "partner-api"
+            var plain = EnqueueRequest(url: "http://api.example.com:8080/z")
+            plain.uniqueKey = "k3"
+            #expect(try JobsTable.enqueueMany([held, explicit, plain], on: db).inserted == 3)
+            let rows = try db.query("select unique_key, destination, held_since is not null from courier.jobs order by id").rows.map {
+                "\(try $0.decode(0, as: String.self)) \(try $0.decode(1, as: String.self)) \(try $0.decode(2, as: Bool.self))"
+            }
+            #expect(rows == ["k1 https://down.example.com:443 true", "k2 partner-api false", "k3 http://api.example.com:8080 false"])
+            // A URL the destination cannot be derived from is refused by name, and nothing is kept.
+            var bad = EnqueueRequest(url: "ftp://example.com/")
+            bad.uniqueKey = "k4"
+            let error = #expect(throws: PostgresError.self) { try JobsTable.enqueueMany([plain, bad], on: db) }
+            #expect(error?.message.hasPrefix("url:") == true, "\(String(describing: error))")
+            #expect(try db.query("select count(*)::bigint from courier.jobs").rows[0].decode(0, as: Int.self) == 3)
+        }
+    }
 }
