@@ -177,6 +177,10 @@ if enq:
     if rich:
         w(f"| bulk enqueue, `jobctl enqueue --ndjson`, lines using most fields (headers, secret, schedule, deadline) | "
           f"{cell(rich)} jobs/s | – | – | ≥ 50k jobs/s | {verdict(med(rich) >= 50000)} |")
+    uniq = [r["jobctl_unique_jobs_per_s"] for r in enq if "jobctl_unique_jobs_per_s" in r]
+    if uniq:
+        w(f"| bulk enqueue, `jobctl enqueue --ndjson`, webhook lines each with a `unique_key` (staging path) | "
+          f"{cell(uniq)} jobs/s | – | – | – | |")
     c = [r["copy_jobs_per_s"] for r in enq]
     w(f"| bulk enqueue, in process `JobsTable.enqueueMany` only (parsed requests → committed) | {cell(c)} jobs/s | – | – | – | |")
     s = [r["sql_jobs_per_s"] for r in enq]
@@ -380,7 +384,9 @@ if enq:
       "parse + validate (`EnqueueRequest(jsonLine:)`, one thread), then `JobsTable.enqueueMany` (rows encoded on a "
       "second thread while they stream into one COPY straight into `courier.jobs`, one transaction). The lines using most "
       "fields are ~430 bytes: a PUT with a secret and two literal headers, a JSON body, `run_at`, `deadline`, `priority`, "
-      "`max_attempts`, `timeout_ms` and `expect_content_type` (`EnqueueBench.richLine`). "
+      "`max_attempts`, `timeout_ms` and `expect_content_type` (`EnqueueBench.richLine`). The unique-key lines are the "
+      "webhook lines with a distinct `unique_key` each; they go through a staging table and `INSERT ... ON CONFLICT DO "
+      "NOTHING` (`EnqueueBench.uniqueLine`). "
       f"SQL: `select courier.enqueue(url => $1, body => $2, queue => 'enq')` {enq[0]['sql_calls']:,} times on one "
       "connection, autocommit (each call waits for its commit's WAL flush).")
     w("")
@@ -391,6 +397,10 @@ if enq:
         w(f"| jobctl enqueue --ndjson, lines using most fields (see below), end to end | "
           f"{cell([r['jobctl_rich_jobs_per_s'] for r in enq if 'jobctl_rich_jobs_per_s' in r])} | "
           f"{cell([r['jobctl_rich_seconds'] for r in enq if 'jobctl_rich_seconds' in r], '{:.2f}')} |")
+    if any("jobctl_unique_jobs_per_s" in r for r in enq):
+        w(f"| jobctl enqueue --ndjson, webhook lines each with a unique_key, end to end | "
+          f"{cell([r['jobctl_unique_jobs_per_s'] for r in enq if 'jobctl_unique_jobs_per_s' in r])} | "
+          f"{cell([r['jobctl_unique_seconds'] for r in enq if 'jobctl_unique_seconds' in r], '{:.2f}')} |")
     w(f"| in process: parse + validate | {cell([r['lines'] / r['parse_seconds'] for r in enq])} | {cell([r['parse_seconds'] for r in enq], '{:.2f}')} |")
     w(f"| in process: enqueueMany (COPY, commit) | {cell([r['copy_jobs_per_s'] for r in enq])} | {cell([r['copy_seconds'] for r in enq], '{:.2f}')} |")
     w(f"| in process: both | {cell([r['inprocess_jobs_per_s'] for r in enq])} | – |")

@@ -26,12 +26,26 @@ struct EnqueueBench {
             + #""deadline":"2030-01-02T00:00:00Z","max_attempts":8,"timeout_ms":5000,"expect_content_type":"application/json"}"#
     }
 
-    func ndjsonFile(rich: Bool = false) throws -> String {
-        let path = context.workDirectory + "/enqueue-\(rich ? "rich-" : "")\(lines).ndjson"
+    /// The webhook line with a `unique_key` (all distinct), which takes the staging path.
+    static func uniqueLine(_ index: Int) -> String {
+        #"{"url":"http://127.0.0.1:18080/hooks/\#(index % 100)","body":{"event":"order.paid","order":\#(index)},"queue":"enq","unique_key":"order-\#(index)"}"#
+    }
+
+    enum LineKind: String { case webhook, rich, unique }
+
+    func ndjsonFile(_ kind: LineKind = .webhook) throws -> String {
+        let path = context.workDirectory + "/enqueue-\(kind.rawValue)-\(lines).ndjson"
         if !FileManager.default.fileExists(atPath: path) {
             var text = ""
-            text.reserveCapacity(lines * (rich ? 450 : 100))
-            for index in 0..<lines { text += (rich ? Self.richLine(index) : Self.line(index)) + "\n" }
+            text.reserveCapacity(lines * (kind == .rich ? 450 : 130))
+            for index in 0..<lines {
+                switch kind {
+                case .webhook: text += Self.line(index)
+                case .rich: text += Self.richLine(index)
+                case .unique: text += Self.uniqueLine(index)
+                }
+                text += "\n"
+            }
             try text.write(toFile: path, atomically: true, encoding: .utf8)
         }
         return path
@@ -58,7 +72,8 @@ struct EnqueueBench {
 
         // 1. jobctl, end to end: the webhook lines, then the lines that use most fields.
         let jobctlSeconds = try timeJobctl(file, connection)
-        let richSeconds = try timeJobctl(try ndjsonFile(rich: true), connection)
+        let richSeconds = try timeJobctl(try ndjsonFile(.rich), connection)
+        let uniqueSeconds = try timeJobctl(try ndjsonFile(.unique), connection)
 
         // 2. In process: parse and validate (one thread), then enqueueMany (one COPY into courier.jobs).
         try context.resetQueue(connection)
@@ -95,6 +110,8 @@ struct EnqueueBench {
             "jobctl_seconds": Stats.rounded(jobctlSeconds, 4), "jobctl_jobs_per_s": Stats.rounded(Double(lines) / jobctlSeconds, 1),
             "jobctl_rich_seconds": Stats.rounded(richSeconds, 4),
             "jobctl_rich_jobs_per_s": Stats.rounded(Double(lines) / richSeconds, 1),
+            "jobctl_unique_seconds": Stats.rounded(uniqueSeconds, 4),
+            "jobctl_unique_jobs_per_s": Stats.rounded(Double(lines) / uniqueSeconds, 1),
             "parse_seconds": Stats.rounded(t1 - t0, 4), "copy_seconds": Stats.rounded(t2 - t1, 4),
             "inprocess_jobs_per_s": Stats.rounded(Double(lines) / (t2 - t0), 1),
             "copy_jobs_per_s": Stats.rounded(Double(lines) / (t2 - t1), 1),
