@@ -95,28 +95,9 @@ public enum RetryAfter {
     }
 
     private static func makeDate(year: Int, month: Int, day: Int, time: Int) -> Date? {
-        guard year >= 1, day >= 1, day <= daysInMonth(year: year, month: month) else { return nil }
-        let days = daysFromCivil(year: year, month: month, day: day)
+        guard year >= 1, day >= 1, day <= CivilDate.daysIn(month: month, year: year) else { return nil }
+        let days = CivilDate.daysSinceEpoch(year: year, month: month, day: day)
         return Date(timeIntervalSince1970: TimeInterval(days * 86_400 + time))
-    }
-
-    private static func daysInMonth(year: Int, month: Int) -> Int {
-        switch month {
-        case 2: return (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
-        case 4, 6, 9, 11: return 30
-        default: return 31
-        }
-    }
-
-    /// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm).
-    static func daysFromCivil(year: Int, month: Int, day: Int) -> Int {
-        let y = month <= 2 ? year - 1 : year
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yoe = y - era * 400
-        let mp = (month + 9) % 12
-        let doy = (153 * mp + 2) / 5 + day - 1
-        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
-        return era * 146_097 + doe - 719_468
     }
 
     /// The UTC calendar year of `date`.

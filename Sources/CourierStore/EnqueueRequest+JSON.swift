@@ -159,7 +159,7 @@ public enum Timestamp {
         }
         guard let year = number(0..<4), let month = number(5..<7), let day = number(8..<10),
               let hour = number(11..<13), let minute = number(14..<16), let second = number(17..<19),
-              (1...12).contains(month), day >= 1, day <= daysIn(month: month, year: year),
+              (1...12).contains(month), day >= 1, day <= CivilDate.daysIn(month: month, year: year),
               hour <= 23, minute <= 59, second <= 59 else { return nil }
         var index = 19
         var fraction = 0.0
@@ -184,27 +184,9 @@ public enum Timestamp {
         } else {
             return nil
         }
-        let days = daysSinceEpoch(year: year, month: month, day: day)
+        let days = CivilDate.daysSinceEpoch(year: year, month: month, day: day)
         let seconds = days * 86_400 + hour * 3600 + minute * 60 + second - offsetSeconds
         return Date(timeIntervalSince1970: Double(seconds) + fraction)
-    }
-
-    private static func daysIn(month: Int, year: Int) -> Int {
-        switch month {
-        case 2: (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
-        case 4, 6, 9, 11: 30
-        default: 31
-        }
-    }
-
-    /// Days from 1970-01-01 to the proleptic Gregorian date (Howard Hinnant's algorithm).
-    private static func daysSinceEpoch(year: Int, month: Int, day: Int) -> Int {
-        let y = month <= 2 ? year - 1 : year
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yearOfEra = y - era * 400
-        let dayOfYear = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
-        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
-        return era * 146_097 + dayOfEra - 719_468
     }
 
     /// `2026-11-29T20:00:00.123Z`, always UTC.

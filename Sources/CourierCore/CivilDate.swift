@@ -1,0 +1,22 @@
+/// Proleptic Gregorian calendar arithmetic for the timestamp parsers that read dates by
+/// hand (HTTP dates in `Retry-After`, ISO 8601 times in NDJSON lines).
+public enum CivilDate {
+    /// Days in `month` (1...12) of `year`.
+    public static func daysIn(month: Int, year: Int) -> Int {
+        switch month {
+        case 2: (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
+        case 4, 6, 9, 11: 30
+        default: 31
+        }
+    }
+
+    /// Days from 1970-01-01 to the date (Howard Hinnant's days-from-civil algorithm).
+    public static func daysSinceEpoch(year: Int, month: Int, day: Int) -> Int {
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yearOfEra = y - era * 400
+        let dayOfYear = (153 * ((month + 9) % 12) + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        return era * 146_097 + dayOfEra - 719_468
+    }
+}
