@@ -8,28 +8,14 @@ import Testing
 /// `jobctl breakers` and `jobctl breaker open|close|reset`, run in-process
 /// against a real database exactly as the executable runs them.
 @Suite struct BreakerCommandTests {
-    final class Captured: @unchecked Sendable {
-        private let lock = NSLock()
-        private var out = ""
-        private var err = ""
-        func appendOut(_ text: String) { lock.withLock { out += text } }
-        func appendErr(_ text: String) { lock.withLock { err += text } }
-        var stdout: String { lock.withLock { out } }
-        var stderr: String { lock.withLock { err } }
-    }
-
-    /// Runs jobctl with `DATABASE_URL` set to `url`; returns the exit code and the output.
-    func jobctl(_ arguments: [String], url: String) -> (code: Int32, out: String, err: String) {
-        let captured = Captured()
-        let io = ControlIO(environment: ["DATABASE_URL": url], writeOut: { captured.appendOut($0) },
-                           writeErr: { captured.appendErr($0) }, readStandardInput: { Data() }, isTerminal: false)
-        let code = Jobctl.run(arguments, io: io)
-        return (code, captured.stdout, captured.stderr)
+    /// Runs jobctl with `DATABASE_URL` set to `url` (the shared runner, through the environment).
+    func jobctl(_ arguments: [String], url: String) -> JobctlOutcome {
+        CourierControlTests.jobctl(arguments, databaseURL: nil, environment: ["DATABASE_URL": url])
     }
 
     func breakersJSON(_ url: String) throws -> [[String: Any]] {
         let result = jobctl(["breakers", "--json"], url: url)
-        #expect(result.code == 0, "\(result.err)")
+        #expect(result.status == 0, "\(result.err)")
         return try #require(try JSONSerialization.jsonObject(with: Data(result.out.utf8)) as? [[String: Any]])
     }
 
@@ -39,7 +25,7 @@ import Testing
         try CourierTestDatabase.with { (database, db) throws in
             #expect(try breakersJSON(database.url).isEmpty)
             let empty = jobctl(["breakers"], url: database.url)
-            #expect(empty.code == 0 && empty.out.contains("no breakers yet"))
+            #expect(empty.status == 0 && empty.out.contains("no breakers yet"))
 
             for _ in 0..<3 { _ = try JobsTable.enqueue(EnqueueRequest(url: "https://down.example.com/hook"), on: db) }
             let policy = BreakersTable.ReportPolicy(failureThreshold: 5, windowMilliseconds: 60_000, minimumVolume: 20,
@@ -69,7 +55,7 @@ import Testing
             #expect(flaky["next_probe_at"] == nil)
 
             let text = jobctl(["breakers"], url: database.url)
-            #expect(text.code == 0)
+            #expect(text.status == 0)
             let lines = text.out.split(separator: "\n")
             #expect(lines.first?.hasPrefix("DESTINATION") == true)
             #expect(lines.contains { $0.hasPrefix(Self.down) && $0.contains("open") })
@@ -80,7 +66,7 @@ import Testing
         try CourierTestDatabase.with { (database, db) throws in
             _ = try JobsTable.enqueue(EnqueueRequest(url: "https://down.example.com/hook"), on: db)
             let opened = jobctl(["breaker", "open", Self.down], url: database.url)
-            #expect(opened.code == 0, "\(opened.err)")
+            #expect(opened.status == 0, "\(opened.err)")
             #expect(opened.err.isEmpty, "a destination a job uses draws no warning: \(opened.err)")
             #expect(opened.out.contains("\(Self.down): closed -> open"))
             var row = try #require(try breakersJSON(database.url).first)
@@ -90,14 +76,14 @@ import Testing
             #expect(try JobsTable.claim(queue: "default", limit: 10, worker: UUID(), leaseMilliseconds: 30_000, on: db).isEmpty)
 
             let closed = jobctl(["breaker", "close", Self.down, "--json"], url: database.url)
-            #expect(closed.code == 0, "\(closed.err)")
+            #expect(closed.status == 0, "\(closed.err)")
             let closedJSON = try #require(try JSONSerialization.jsonObject(with: Data(closed.out.utf8)) as? [String: String])
             #expect(closedJSON == ["destination": Self.down, "from": "open", "to": "closed"])
             row = try #require(try breakersJSON(database.url).first)
             #expect(row["state"] as? String == "closed" && row["forced"] as? Bool == false)
 
             let reset = jobctl(["breaker", "reset", Self.down], url: database.url)
-            #expect(reset.code == 0 && reset.out.contains("closed -> closed"))
+            #expect(reset.status == 0 && reset.out.contains("closed -> closed"))
             let actors = try db.query("select reason, worker from courier.breaker_events where destination = \(Self.down) order by id")
                 .rows.map { "\(try $0.decode(0, as: String.self)) \(try $0.decode(1, as: String.self))" }
             #expect(actors.count == 3)
@@ -112,27 +98,27 @@ import Testing
             // A typo: no port. The breaker is still opened (an operator may open one before
             // any job arrives), but the warning says nothing uses the name.
             let typo = jobctl(["breaker", "open", "https://down.example.com"], url: database.url)
-            #expect(typo.code == 0, "\(typo.err)")
+            #expect(typo.status == 0, "\(typo.err)")
             #expect(typo.err.contains("warning: no breaker, waiting job or dead letter has destination 'https://down.example.com'"),
                     "\(typo.err)")
             #expect(try breakersJSON(database.url).map { $0["destination"] as? String } == ["https://down.example.com"])
             // Now the row exists: closing it draws no warning.
             let closed = jobctl(["breaker", "close", "https://down.example.com"], url: database.url)
-            #expect(closed.code == 0 && closed.err.isEmpty, "\(closed.err)")
+            #expect(closed.status == 0 && closed.err.isEmpty, "\(closed.err)")
         }
     }
 
     @Test func breakerCommandsRefuseBadUsage() throws {
         try CourierTestDatabase.with { (database, db) throws in
             let missing = jobctl(["breaker", "open"], url: database.url)
-            #expect(missing.code == 2)
+            #expect(missing.status == 2)
             #expect(missing.err.lowercased().contains("destination"), "the error names the missing argument: \(missing.err)")
             let unknown = jobctl(["breaker", "explode", Self.down], url: database.url)
-            #expect(unknown.code == 2, "\(unknown.err)")
+            #expect(unknown.status == 2, "\(unknown.err)")
             #expect(try db.query("select count(*)::bigint from courier.breakers").rows[0].decode(0, as: Int.self) == 0,
                     "bad usage changes nothing")
             let unreachable = jobctl(["breakers"], url: "postgresql://courier@127.0.0.1:1/none?connect_timeout=2")
-            #expect(unreachable.code == 1, "an unreachable database is a runtime failure")
+            #expect(unreachable.status == 1, "an unreachable database is a runtime failure")
         }
     }
 }

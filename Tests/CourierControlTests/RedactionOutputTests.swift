@@ -23,23 +23,9 @@ import Testing
     /// A header that is shown, to prove the outputs print headers at all.
     static let visible = ("X-Trace", "visible-trace-1")
 
-    final class Output: @unchecked Sendable {
-        private let lock = NSLock()
-        private var out = ""
-        private var err = ""
-        func appendOut(_ text: String) { lock.withLock { out += text } }
-        func appendErr(_ text: String) { lock.withLock { err += text } }
-        var stdout: String { lock.withLock { out } }
-        var stderr: String { lock.withLock { err } }
-    }
-
-    /// Runs jobctl in-process against `url`, returning the exit code and both streams.
-    static func jobctl(_ arguments: [String], url: String, stdin: String = "") -> (code: Int32, out: String, err: String) {
-        let output = Output()
-        let io = ControlIO(environment: ["DATABASE_URL": url], writeOut: { output.appendOut($0) },
-                           writeErr: { output.appendErr($0) }, readStandardInput: { Data(stdin.utf8) }, isTerminal: false)
-        let code = Jobctl.run(arguments, io: io)
-        return (code, output.stdout, output.stderr)
+    /// Runs jobctl in-process against `url` (the shared runner, through `DATABASE_URL`).
+    static func jobctl(_ arguments: [String], url: String, stdin: String = "") -> JobctlOutcome {
+        CourierControlTests.jobctl(arguments, databaseURL: nil, stdin: Data(stdin.utf8), environment: ["DATABASE_URL": url])
     }
 
     /// Fails the test if any secret value (or a distinctive part of one) appears in `text`.
@@ -59,7 +45,7 @@ import Testing
     @Test func showAndListOfAWaitingJobRedactEverySensitiveHeader() throws {
         try CourierTestDatabase.with { database, connection in
             let enqueued = Self.jobctl(Self.enqueueArguments("waiting"), url: database.url)
-            #expect(enqueued.code == 0, "\(enqueued.err)")
+            #expect(enqueued.status == 0, "\(enqueued.err)")
             let id = enqueued.out.trimmingCharacters(in: .whitespacesAndNewlines)
             let stored = try connection.query("select headers::text from courier.jobs where id = \(Int64(id) ?? -1)").rows
             let storedText = try stored.first?.decode(0, as: String.self)
@@ -67,7 +53,7 @@ import Testing
 
             for arguments in [["show", id], ["show", id, "--json"], ["list"], ["list", "--json"]] {
                 let result = Self.jobctl(arguments, url: database.url)
-                #expect(result.code == 0, "\(arguments): \(result.err)")
+                #expect(result.status == 0, "\(arguments): \(result.err)")
                 Self.expectNoSecret(result.out + result.err, "jobctl \(arguments.joined(separator: " "))")
             }
             let text = Self.jobctl(["show", id], url: database.url).out
@@ -86,11 +72,11 @@ import Testing
             let enqueued = Self.jobctl(Self.enqueueArguments("dead"), url: database.url)
             let id = enqueued.out.trimmingCharacters(in: .whitespacesAndNewlines)
             let cancelled = Self.jobctl(["cancel", id], url: database.url)
-            #expect(cancelled.code == 0, "\(cancelled.err)")
+            #expect(cancelled.status == 0, "\(cancelled.err)")
             Self.expectNoSecret(cancelled.out + cancelled.err, "jobctl cancel")
 
             let list = Self.jobctl(["dead", "list", "--json"], url: database.url)
-            #expect(list.code == 0, "\(list.err)")
+            #expect(list.status == 0, "\(list.err)")
             let letters = try #require(try JSONSerialization.jsonObject(with: Data(list.out.utf8)) as? [[String: Any]])
             let letterID = try #require(letters.first?["id"] as? Int)
             let runs: [[String]] = [
@@ -101,7 +87,7 @@ import Testing
             ]
             for arguments in runs {
                 let result = Self.jobctl(arguments, url: database.url)
-                #expect(result.code == 0, "\(arguments): \(result.err)")
+                #expect(result.status == 0, "\(arguments): \(result.err)")
                 Self.expectNoSecret(result.out + result.err, "jobctl \(arguments.joined(separator: " "))")
             }
             let shown = Self.jobctl(["dead", "show", String(letterID)], url: database.url).out
@@ -116,7 +102,7 @@ import Testing
 
             // Replayed for real, the new job still carries the real values, shown redacted.
             let replay = Self.jobctl(["dead", "replay", String(letterID), "--json"], url: database.url)
-            #expect(replay.code == 0, "\(replay.err)")
+            #expect(replay.status == 0, "\(replay.err)")
             Self.expectNoSecret(replay.out + replay.err, "jobctl dead replay")
             let waiting = Self.jobctl(["list", "--json"], url: database.url)
             Self.expectNoSecret(waiting.out, "jobctl list after replay")
@@ -134,18 +120,18 @@ import Testing
             ]
             for header in badHeaders {
                 let result = Self.jobctl(["enqueue", "--url", "https://e.example/x", "--header", header], url: database.url)
-                #expect(result.code == 2, "\(header.debugDescription) is bad usage")
+                #expect(result.status == 2, "\(header.debugDescription) is bad usage")
                 #expect(result.err.contains("--header") || result.err.contains("header"), "the error names the flag: \(result.err)")
                 Self.expectNoSecret(result.out + result.err, "the usage error for \(header.debugDescription)")
             }
             // The same header given twice, and a bad flag next to a good secret header.
             let twice = Self.jobctl(["enqueue", "--url", "https://e.example/x", "--header", "Authorization: tok-TWICE-6",
                                      "--header", "authorization: tok-TWICE-7"], url: database.url)
-            #expect(twice.code == 2)
+            #expect(twice.status == 2)
             Self.expectNoSecret(twice.out + twice.err, "the duplicate-header error")
             let other = Self.jobctl(["enqueue", "--url", "https://e.example/x", "--header", "Authorization: tok-OTHER-8",
                                      "--priority", "high"], url: database.url)
-            #expect(other.code == 2 && other.err.contains("--priority"))
+            #expect(other.status == 2 && other.err.contains("--priority"))
             Self.expectNoSecret(other.out + other.err, "an unrelated usage error")
         }
     }
@@ -162,7 +148,7 @@ import Testing
             ]
             for line in lines {
                 let result = Self.jobctl(["enqueue", "--ndjson", "-"], url: database.url, stdin: line + "\n")
-                #expect(result.code == 2, "\(line) is bad input")
+                #expect(result.status == 2, "\(line) is bad input")
                 #expect(result.err.contains("line 1"), "the error names the line: \(result.err)")
                 Self.expectNoSecret(result.out + result.err, "the NDJSON error for \(line)")
             }
@@ -172,7 +158,7 @@ import Testing
     @Test func connectionErrorsNeverEchoTheDatabasePassword() throws {
         // Nothing listens on port 1: the connection fails, and the message must not carry the password.
         let result = Self.jobctl(["list"], url: "postgresql://courier:tok-DBPASS-1@127.0.0.1:1/none?connect_timeout=2")
-        #expect(result.code == 1)
+        #expect(result.status == 1)
         #expect(result.err.contains("cannot connect"))
         Self.expectNoSecret(result.out + result.err, "the connection error")
     }
