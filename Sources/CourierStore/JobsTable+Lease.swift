@@ -78,9 +78,7 @@ extension JobsTable {
     /// than probing the primary key per acknowledged id (see bench/RESULTS.md).
     public static let completeSQL = """
         with done as (
-            delete from courier.jobs j
-            using unnest($1::bigint[], $2::int[], $3::int[], $4::int[]) as a(id, attempt, status, duration_ms)
-            where j.id = a.id and j.attempt = a.attempt and j.leased_by = $5
+            \(successDeleteSQL)
             returning j.id, j.kind, j.queue, j.destination, j.method, j.url, j.attempt, nullif(a.status, -1) as status,
                       a.duration_ms, j.idempotency_key, j.errors, j.created_at
         )
@@ -92,14 +90,19 @@ extension JobsTable {
         returning id
         """
 
+    /// The fenced delete both success acknowledgements share, so their fence cannot drift apart.
+    static let successDeleteSQL = """
+        delete from courier.jobs j
+            using unnest($1::bigint[], $2::int[], $3::int[], $4::int[]) as a(id, attempt, status, duration_ms)
+            where j.id = a.id and j.attempt = a.attempt and j.leased_by = $5
+        """
+
     /// The success acknowledgement without the archive: the same fence and binds as
     /// ``completeSQL`` (statuses and durations are unused), the rows are only deleted.
     /// Skipping the `completed_jobs` insert is about a fifth of the database's work per
     /// job (pgbench, claim + ack of 100: ~50k jobs/s with it, ~60k without).
     public static let completeWithoutArchiveSQL = """
-        delete from courier.jobs j
-        using unnest($1::bigint[], $2::int[], $3::int[], $4::int[]) as a(id, attempt, status, duration_ms)
-        where j.id = a.id and j.attempt = a.attempt and j.leased_by = $5
+        \(successDeleteSQL)
         returning j.id
         """
 
