@@ -134,6 +134,7 @@ public enum JobsTable {
                 unique_key text, destination text, timeout_ms int, expect_content_type text
             ) on commit delete rows
             """)
+        var keys = RandomUUIDs()
         var loaded = 0
         var start = 0
         while start < requests.count {
@@ -147,7 +148,7 @@ public enum JobsTable {
                 } catch {
                     throw PostgresError(kind: .invalidArgument, message: "\(error.field): \(error.message)")
                 }
-                return Self.stageRow(request, ordinal: start + offset, destination: destination)
+                return Self.stageRow(request, ordinal: start + offset, destination: destination, keys: &keys)
             }
             loaded += try tx.copyFrom("""
                 copy courier_enqueue_stage (ord, url, method, headers, body, queue, priority, run_at, max_attempts,
@@ -199,16 +200,12 @@ public enum JobsTable {
         encoder.endRow()
     }
 
-    static func idempotencyKeyText(_ key: EnqueueRequest.IdempotencyKey) -> String? {
-        switch key {
-        case .generated: UUID().uuidString.lowercased()
+    static func stageRow(_ request: EnqueueRequest, ordinal: Int, destination: String, keys: inout RandomUUIDs) -> [String?] {
+        let key: String? = switch request.idempotencyKey {
+        case .generated: keys.next()
         case .custom(let key): key
         case .none: nil
         }
-    }
-
-    static func stageRow(_ request: EnqueueRequest, ordinal: Int, destination: String) -> [String?] {
-        let key = idempotencyKeyText(request.idempotencyKey)
         return [
             String(ordinal), request.url, request.method.asciiUppercased, request.headersJSON, request.body, request.queue,
             String(request.priority), request.runAt?.postgresText, String(request.maxAttempts),

@@ -37,6 +37,9 @@ struct RandomUUIDs {
         }
     }
 
+    /// A fresh UUID's text as a String.
+    mutating func next() -> String { withNext { String(decoding: $0, as: UTF8.self) } }
+
     private mutating func refill() {
         pool.withUnsafeMutableBytes { buffer in
             // glibc's arc4random_buf reads the kernel's getrandom, one call per refill.

@@ -77,6 +77,8 @@ import Testing
                 "\(try $0.decode(0, as: String.self)) \(try $0.decode(1, as: String.self)) \(try $0.decode(2, as: Bool.self))"
             }
             #expect(rows == ["k1 https://down.example.com:443 true", "k2 partner-api false", "k3 http://api.example.com:8080 false"])
+            let keys = try db.query("select idempotency_key from courier.jobs").rows.map { try $0.decode(0, as: String.self) }
+            #expect(Set(keys).count == 3 && keys.allSatisfy { UUID(uuidString: $0) != nil }, "generated keys: \(keys)")
             // A URL the destination cannot be derived from is refused by name, and nothing is kept.
             var bad = EnqueueRequest(url: "ftp://example.com/")
             bad.uniqueKey = "k4"
