@@ -35,6 +35,8 @@ echo "starting a private PostgreSQL in $dir on port $port" >&2
 
 export COURIER_TEST_DATABASE_URL="postgresql:///postgres?host=$dir/run&port=$port&user=courier"
 export COURIER_BIN_DIR="$bin"
+# Tests that drive a real Python client (receivers, parsers, psycopg) use this interpreter.
+export COURIER_TEST_PYTHON="$PWD/.venv/bin/python3"
 # Suites run one after another: several tests run a worker in-process, and its jobs
 # need the cooperative thread pool (two threads on a two-core machine), which other
 # suites' long synchronous tests would otherwise hold. Serial, the suite takes ~2-3 min.
