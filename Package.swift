@@ -6,6 +6,7 @@ import PackageDescription
 //   CLibPQ <- Postgres <- CourierStore <- CourierWorker <- jobworker
 //   CCurl  <- CourierHTTP ----------------^
 //   CourierCore (pure domain, no I/O) <- CourierStore, CourierHTTP, CourierWorker
+//   CCrypto (libcrypto) <- CourierSigning (Standard Webhooks signatures) <- CourierWorker
 //   CourierCLI (argument parsing) <- CourierControl <- jobctl
 let package = Package(
     name: "Courier",
@@ -27,15 +28,21 @@ let package = Package(
             pkgConfig: "libcurl",
             providers: [.apt(["libcurl4-openssl-dev"])]
         ),
+        .systemLibrary(
+            name: "CCrypto",
+            pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"])]
+        ),
         .target(name: "Postgres", dependencies: ["CLibPQ"]),
         .target(name: "CourierCore"),
         .target(name: "CourierHTTP", dependencies: ["CCurl", "CourierCore"]),
+        .target(name: "CourierSigning", dependencies: ["CCrypto", "CourierCore"]),
         .target(
             name: "CourierStore",
             dependencies: ["Postgres", "CourierCore"],
             resources: [.embedInCode("Migrations")]
         ),
-        .target(name: "CourierWorker", dependencies: ["CourierStore", "CourierHTTP", "CourierCore", "Postgres"]),
+        .target(name: "CourierWorker", dependencies: ["CourierStore", "CourierHTTP", "CourierCore", "CourierSigning", "Postgres"]),
         .target(name: "CourierCLI"),
         .target(name: "CourierControl", dependencies: ["CourierCLI", "CourierStore", "CourierCore", "Postgres"]),
         .executableTarget(name: "jobctl", dependencies: ["CourierControl"]),
@@ -46,10 +53,11 @@ let package = Package(
 
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "CourierTestSupport"]),
         .testTarget(name: "CourierCoreTests", dependencies: ["CourierCore"]),
+        .testTarget(name: "CourierSigningTests", dependencies: ["CourierSigning"]),
         .testTarget(name: "CourierHTTPTests", dependencies: ["CourierHTTP", "CourierTestSupport"]),
         .testTarget(name: "CourierStoreTests", dependencies: ["CourierStore", "CourierTestSupport"]),
         .testTarget(name: "CourierCLITests", dependencies: ["CourierCLI"], exclude: ["Golden"]),
-        .testTarget(name: "CourierWorkerTests", dependencies: ["CourierWorker", "CourierTestSupport"]),
+        .testTarget(name: "CourierWorkerTests", dependencies: ["CourierWorker", "CourierTestSupport"], exclude: ["Receivers"]),
         .testTarget(name: "CourierControlTests", dependencies: ["CourierControl", "CourierTestSupport"], exclude: ["Golden"]),
     ]
 )

@@ -36,6 +36,7 @@ enum JobctlFlags {
         case "destination": "--destination"
         case "timeout_ms": "--timeout"
         case "expect_content_type": "--expect-content-type"
+        case "signing_secret": "--signing-secret"
         default: field
         }
     }

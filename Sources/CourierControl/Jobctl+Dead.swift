@@ -75,6 +75,9 @@ extension Jobctl {
             "enqueued:        \(Timestamp.format(letter.createdAt))",
             "failed:          \(Timestamp.format(letter.failedAt))",
         ]
+        if let secret = letter.signingSecret, let from = letter.signingSecretFrom {
+            lines.append("signed with:     secret \(secret) (\(signingSourceText(from)))")
+        }
         if let worker = letter.worker { lines.append("worker:          \(worker)") }
         if let deadline = letter.deadline { lines.append("deadline:        \(Timestamp.format(deadline))") }
         if let replayed = letter.replayedAt {

@@ -65,6 +65,7 @@ extension Jobctl {
             request.timeoutMilliseconds = Int(ms)
         }
         request.expectContentType = command.value("expect-content-type")
+        request.signingSecret = command.value("signing-secret")
         return request
     }
 

@@ -45,6 +45,9 @@ extension Jobctl {
         if let runAt = job.runAt { lines.append("run at:          \(Timestamp.format(runAt))") }
         if let deadline = job.deadline { lines.append("deadline:        \(Timestamp.format(deadline))") }
         if let unique = job.uniqueKey { lines.append("unique key:      \(unique)") }
+        if let secret = job.signingSecret, let from = job.signingSecretFrom {
+            lines.append("signed with:     secret \(secret) (\(signingSourceText(from)))")
+        }
         if let finished = job.finishedAt { lines.append("finished:        \(Timestamp.format(finished))") }
         if let status = job.finalStatus { lines.append("final status:    \(status)") }
         if let duration = job.durationMilliseconds { lines.append("duration:        \(duration)ms") }
@@ -63,6 +66,14 @@ extension Jobctl {
             }
         }
         io.print(lines.joined(separator: "\n"))
+    }
+
+    /// How `show` and `dead show` say where a signing secret name came from.
+    static func signingSourceText(_ source: SigningSecretChoice.Source) -> String {
+        switch source {
+        case .job: "the job's own"
+        case .destination: "the destination's default"
+        }
     }
 
     static func jobID(_ text: String?, flag: String, command: ParsedCommand) throws -> Int64 {

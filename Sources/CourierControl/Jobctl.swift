@@ -62,6 +62,9 @@ public enum Jobctl {
         case ["queues"]: try queues(command, io: io)
         case ["queue", "set"]: try queueSet(command, io: io)
         case ["queue", "reset"]: try queueReset(command, io: io)
+        case ["destinations"]: try destinations(command, io: io)
+        case ["destination", "set"]: try destinationSet(command, io: io)
+        case ["destination", "reset"]: try destinationReset(command, io: io)
         case ["devdb", "start"], ["devdb", "stop"], ["devdb", "status"]: try devdb(command, io: io)
         default:
             throw ControlError.badInput("error: '\(command.commandPath.joined(separator: " "))' is not available in this build")

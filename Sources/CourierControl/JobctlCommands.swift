@@ -1,4 +1,5 @@
 import CourierCLI
+import CourierStore
 
 /// The declaration of every `jobctl` command and flag. Parsing, validation and
 /// help are derived from it (see `CourierCLI`); command implementations read
@@ -21,7 +22,8 @@ public enum JobctlCommands {
             unknown id.
             """,
         arguments: [databaseURL],
-        subcommands: [migrate, enqueue, list, show, cancel, stats, dead, breakers, breaker, queues, queue, workers, devdb]
+        subcommands: [migrate, enqueue, list, show, cancel, stats, dead, breakers, breaker, queues, queue, destinations,
+                      destinationCommand, workers, devdb]
     )
 
     // MARK: - Shared arguments
@@ -87,6 +89,7 @@ public enum JobctlCommands {
     static let enqueuePerJobFlags = [
         "method", "header", "data", "queue", "priority", "run-at", "in", "max-attempts", "deadline", "within",
         "idempotency-key", "no-idempotency-key", "unique-key", "destination", "timeout", "expect-content-type",
+        "signing-secret",
     ]
 
     static let enqueue = CommandSpec(
@@ -102,10 +105,14 @@ public enum JobctlCommands {
             method is not idempotent, a failure that may have reached the server \
             then sends it to the dead letters as 'ambiguous' instead of repeating it.
 
+            --signing-secret NAME signs every attempt as Standard Webhooks do \
+            (webhook-id, webhook-timestamp, webhook-signature headers) with the \
+            secret NAME, which the worker reads from COURIER_SECRET_NAME or its \
+            --secrets-dir; only the name is stored. Without it, the destination's \
+            default applies (see 'jobctl destination set').
+
             With --ndjson, each line of FILE (or of standard input) is a JSON object \
-            with the fields of courier.enqueue: url, method, headers, body, queue, \
-            priority, run_at, max_attempts, deadline, idempotency_key, unique_key, \
-            destination, timeout_ms, expect_content_type. Lines are strict JSON \
+            with the fields of courier.enqueue: \(EnqueueRequest.jsonFieldNames.joined(separator: ", ")). Lines are strict JSON \
             (RFC 8259: no trailing commas, no field given twice); a body that is not \
             a string is sent as its JSON text, exactly as written. The file is \
             enqueued all or nothing; an error names the line and the field. Prints \
@@ -143,6 +150,8 @@ public enum JobctlCommands {
             .option("timeout", value: "DURATION", help: "The request timeout of each attempt."),
             .option("expect-content-type", value: "TYPE",
                     help: "Treat a 2xx response of another content type as 'invalid_response', e.g. application/json."),
+            .option("signing-secret", value: "NAME",
+                    help: "Sign each attempt with the secret NAME (Standard Webhooks); the destination's default when not given."),
             json,
         ],
         examples: [
@@ -393,6 +402,52 @@ public enum JobctlCommands {
                 name: "reset",
                 abstract: "Clear a queue's settings: its jobs follow each worker's flags again; exit 3 when it had none.",
                 arguments: [queueName, json]),
+        ]
+    )
+
+    // MARK: destinations
+
+    static let destinations = CommandSpec(
+        name: "destinations",
+        abstract: "Show the policy set per destination for the whole fleet.",
+        discussion: """
+            Each row holds one destination's policy: today its default signing \
+            secret NAME, used for its jobs that name none ('-' means none). Workers \
+            read it when they claim a job, so a change applies from the next claim.
+            """,
+        arguments: [json]
+    )
+
+    static let destinationCommand = CommandSpec(
+        name: "destination",
+        abstract: "Set or clear a destination's policy for the whole fleet.",
+        discussion: """
+            DESTINATION is normalised as enqueue derives destinations: a URL \
+            becomes scheme://host:port (https://API.example.com/hooks is \
+            https://api.example.com:443); any other label is kept as written.
+            """,
+        subcommands: [
+            CommandSpec(
+                name: "set",
+                abstract: "Set some of a destination's policy; what is not given stays as it is.",
+                discussion: """
+                    --signing-secret NAME signs the destination's jobs that have no \
+                    signing secret of their own with the secret NAME (read by each \
+                    worker from COURIER_SECRET_NAME or its --secrets-dir). A job's own \
+                    --signing-secret wins.
+                    """,
+                arguments: [
+                    destination,
+                    .option("signing-secret", value: "NAME",
+                            help: "The default signing secret NAME of the destination's jobs."),
+                    json,
+                ],
+                examples: ["jobctl destination set https://partner.example.com --signing-secret PARTNER_WEBHOOKS"],
+                constraints: [.atLeastOne(of: ["signing-secret"])]),
+            CommandSpec(
+                name: "reset",
+                abstract: "Clear a destination's policy; exit 3 when it had none.",
+                arguments: [destination, json]),
         ]
     )
 

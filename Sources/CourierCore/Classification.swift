@@ -41,6 +41,13 @@ public struct Classification: Sendable, Equatable {
         self.countsAsBreakerFailure = errorClass?.countsAsBreakerFailure ?? false
     }
 
+    /// Courier refused to send anything (the SSRF guard, a header or signing secret that
+    /// is not set or is malformed, no handler for the kind): the attempt says nothing
+    /// about the destination, so it is no verdict for a breaker probe.
+    public var refusedBeforeSending: Bool {
+        !succeeded && errorClass == .client && !mayHaveBeenDelivered
+    }
+
     /// The reason to use if this outcome ends the job without a retry:
     /// `invalid_response`, `cancelled`, or `permanent` for every other
     /// non-retryable failure. Nil for success and retryable failures.

@@ -1,14 +1,15 @@
 /// Which header values are secret, and how to hide them.
 ///
 /// Sensitive: `Authorization`, `Proxy-Authorization`, `Cookie`, `Set-Cookie`,
-/// and any name containing `token`, `secret`, `key` or `password`
+/// `webhook-signature` (a signature made with a secret), and any name containing `token`, `secret`, `key` or `password`
 /// (case-insensitive) — except `Idempotency-Key`, which is an identifier the
 /// receiver needs to see and is shown as is.
 public enum Redaction {
     /// What a redacted value is replaced with.
     public static let placeholder = "[REDACTED]"
 
-    private static let exactNames: Set<String> = ["authorization", "proxy-authorization", "cookie", "set-cookie"]
+    private static let exactNames: Set<String> = ["authorization", "proxy-authorization", "cookie", "set-cookie",
+                                                  "webhook-signature"]
     private static let fragments = ["token", "secret", "key", "password"]
     private static let exemptNames: Set<String> = ["idempotency-key"]
 

@@ -25,12 +25,21 @@ public struct ClaimedJob: Sendable, Equatable {
     /// The previous retry delay, for decorrelated jitter.
     public var lastDelayMilliseconds: Int64?
     public var cancelRequested: Bool
+    /// The NAME of the job's own signing secret, if it has one.
+    public var signingSecret: String?
+    /// The NAME of the signing secret its destination sets as a default (`courier.destinations`),
+    /// read at claim time, so a change applies from the next claim on.
+    public var destinationSigningSecret: String?
+
+    /// The signing secret that applies: the job's own wins over its destination's default.
+    public var effectiveSigningSecret: String? { signingSecret ?? destinationSigningSecret }
 
     public init(id: Int64, kind: String = "http", queue: String = "default", attempt: Int, maxAttempts: Int = 5,
                 deadline: Date? = nil, destination: String, method: String = "POST", url: String?,
                 headersJSON: String = "{}", body: String? = nil, timeoutMilliseconds: Int = 30_000,
                 expectContentType: String? = nil, idempotencyKey: String? = nil, argsJSON: String? = nil,
-                lastDelayMilliseconds: Int64? = nil, cancelRequested: Bool = false) {
+                lastDelayMilliseconds: Int64? = nil, cancelRequested: Bool = false, signingSecret: String? = nil,
+                destinationSigningSecret: String? = nil) {
         self.id = id
         self.kind = kind
         self.queue = queue
@@ -48,12 +57,14 @@ public struct ClaimedJob: Sendable, Equatable {
         self.argsJSON = argsJSON
         self.lastDelayMilliseconds = lastDelayMilliseconds
         self.cancelRequested = cancelRequested
+        self.signingSecret = signingSecret
+        self.destinationSigningSecret = destinationSigningSecret
     }
 
     static let columns = """
         j.id, j.kind, j.queue, j.attempt, j.max_attempts, j.deadline, j.destination, j.method, j.url, j.headers::text,
         j.body, j.timeout_ms, j.expect_content_type, j.idempotency_key, j.args::text, j.last_delay_ms,
-        j.cancel_requested_at is not null
+        j.cancel_requested_at is not null, j.signing_secret, \(SigningSecretChoice.destinationDefaultSQL(for: "j.destination"))
         """
 
     init(row: PostgresRow) throws {
@@ -66,7 +77,8 @@ public struct ClaimedJob: Sendable, Equatable {
             body: try row.decode(10, as: String?.self), timeoutMilliseconds: try row.decode(11, as: Int.self),
             expectContentType: try row.decode(12, as: String?.self), idempotencyKey: try row.decode(13, as: String?.self),
             argsJSON: try row.decode(14, as: String?.self), lastDelayMilliseconds: try row.decode(15, as: Int64?.self),
-            cancelRequested: try row.decode(16, as: Bool.self)
+            cancelRequested: try row.decode(16, as: Bool.self), signingSecret: try row.decode(17, as: String?.self),
+            destinationSigningSecret: try row.decode(18, as: String?.self)
         )
     }
 }

@@ -57,22 +57,28 @@ public enum DeadLettersTable {
         public var failedAt: Date
         public var replayedAt: Date?
         public var replayJobID: Int64?
+        /// The NAME of the secret that signed the job (never its value), and whether it is the
+        /// job's own or its destination's default (as it is now: a replay would use it).
+        public var signingSecret: String? = nil
+        public var signingSecretFrom: SigningSecretChoice.Source? = nil
 
         enum CodingKeys: String, CodingKey {
             case id, jobID = "job_id", reason, queue, destination, method, url, headers, body
             case idempotencyKey = "idempotency_key", attempt, maxAttempts = "max_attempts", deadline
             case lastClass = "last_class", lastStatus = "last_status", worker, errors, createdAt = "created_at"
             case failedAt = "failed_at", replayedAt = "replayed_at", replayJobID = "replay_job_id"
+            case signingSecret = "signing_secret", signingSecretFrom = "signing_secret_from"
         }
     }
 
     static let columns = """
         id, job_id, reason, queue, destination, method, url, headers::text, body, idempotency_key, attempt, max_attempts,
-        deadline, last_class, last_status, worker, errors::text, created_at, failed_at, replayed_at, replay_job_id
+        deadline, last_class, last_status, worker, errors::text, created_at, failed_at, replayed_at, replay_job_id,
+        signing_secret, \(SigningSecretChoice.destinationDefaultSQL(for: "dead_letters.destination"))
         """
 
     static func decode(_ row: PostgresRow) throws -> Letter {
-        Letter(
+        var letter = Letter(
             id: try row.decode(0, as: Int64.self), jobID: try row.decode(1, as: Int64.self),
             reason: try row.decode(2, as: String.self), queue: try row.decode(3, as: String.self),
             destination: try row.decode(4, as: String.self), method: try row.decode(5, as: String.self),
@@ -84,6 +90,11 @@ public enum DeadLettersTable {
             errors: AttemptRecord.decodeHistory(try row.decode(16, as: String.self)),
             createdAt: try row.decode(17, as: Date.self), failedAt: try row.decode(18, as: Date.self),
             replayedAt: try row.decode(19, as: Date?.self), replayJobID: try row.decode(20, as: Int64?.self))
+        let choice = SigningSecretChoice.choose(own: try row.decode(21, as: String?.self),
+                                                destinationDefault: try row.decode(22, as: String?.self))
+        letter.signingSecret = choice?.name
+        letter.signingSecretFrom = choice?.source
+        return letter
     }
 
     /// The filter's WHERE clause; every value is a bind.

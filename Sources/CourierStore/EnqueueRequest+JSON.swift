@@ -2,11 +2,14 @@ import CourierCore
 import Foundation
 
 extension EnqueueRequest {
-    /// The keys an NDJSON line may carry: the parameters of `courier.enqueue`.
-    public static let jsonFields: Set<String> = [
+    /// The keys an NDJSON line may carry, in the order of `courier.enqueue`'s parameters.
+    public static let jsonFieldNames = [
         "url", "method", "headers", "body", "queue", "priority", "run_at", "max_attempts", "deadline",
-        "idempotency_key", "unique_key", "destination", "timeout_ms", "expect_content_type",
+        "idempotency_key", "unique_key", "destination", "timeout_ms", "expect_content_type", "signing_secret",
     ]
+
+    /// The keys an NDJSON line may carry: the parameters of `courier.enqueue`.
+    public static let jsonFields = Set(jsonFieldNames)
 
     /// Parses one NDJSON line. An absent `idempotency_key` means "generate one";
     /// `"idempotency_key": null` means "no key". `body` may be a string, or any other
@@ -69,6 +72,7 @@ extension EnqueueRequest {
             case "destination": destination = try Self.optionalString(value, field: key)
             case "timeout_ms": timeoutMilliseconds = try Self.integer(value, field: key, reader: reader)
             case "expect_content_type": expectContentType = try Self.optionalString(value, field: key)
+            case "signing_secret": signingSecret = try Self.optionalString(value, field: key)
             default: break
             }
         }

@@ -64,7 +64,16 @@ extension EnqueueRequest {
         if let expectContentType, !Self.isMediaType(expectContentType) {
             throw ValidationError(field: "expect_content_type", message: "must be a media type such as application/json")
         }
+        if let signingSecret, !Self.isSecretName(signingSecret) {
+            throw ValidationError(field: "signing_secret", message: Self.secretNameRule)
+        }
     }
+
+    /// What a secret name may be, for messages (the rule of `courier.is_secret_name`).
+    public static let secretNameRule = "must be a secret name: 1 to 128 letters, digits, _ . -"
+
+    /// Whether `name` is a valid secret name (header secret references, signing secrets).
+    public static func isValidSecretName(_ name: String) -> Bool { isSecretName(name) }
 
     // The character classes of the SQL domains' patterns, checked byte by byte: a regular
     // expression per field was most of the validation time of a bulk load (bench/RESULTS.md).

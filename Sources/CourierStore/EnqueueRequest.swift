@@ -39,6 +39,9 @@ public struct EnqueueRequest: Sendable, Equatable {
     public var destination: String?
     public var timeoutMilliseconds: Int = 30_000
     public var expectContentType: String?
+    /// The NAME of the secret that signs each attempt (Standard Webhooks), resolved by the
+    /// worker like header secrets; `nil` uses the destination's default, if any.
+    public var signingSecret: String?
 
     public init(url: String) {
         self.url = url
@@ -51,6 +54,7 @@ public struct EnqueueRequest: Sendable, Equatable {
             && lhs.maxAttempts == rhs.maxAttempts && lhs.deadline == rhs.deadline && lhs.idempotencyKey == rhs.idempotencyKey
             && lhs.uniqueKey == rhs.uniqueKey && lhs.destination == rhs.destination
             && lhs.timeoutMilliseconds == rhs.timeoutMilliseconds && lhs.expectContentType == rhs.expectContentType
+            && lhs.signingSecret == rhs.signingSecret
     }
 }
 

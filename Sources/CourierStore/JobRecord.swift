@@ -40,6 +40,18 @@ public struct JobRecord: Sendable, Equatable, Encodable {
     /// For a succeeded job: the final HTTP status and the duration of the last attempt.
     public var finalStatus: Int?
     public var durationMilliseconds: Int?
+    /// The NAME of the secret that signs the job's attempts (never its value)...
+    public var signingSecret: String? = nil
+    /// ...and whether it is the job's own or its destination's default (for a job that is no
+    /// longer waiting, the destination's default as it is now).
+    public var signingSecretFrom: SigningSecretChoice.Source? = nil
+
+    /// Sets ``signingSecret`` and ``signingSecretFrom`` from the two names a row holds.
+    mutating func setSigningSecret(own: String?, destinationDefault: String?) {
+        let choice = SigningSecretChoice.choose(own: own, destinationDefault: destinationDefault)
+        signingSecret = choice?.name
+        signingSecretFrom = choice?.source
+    }
 
     enum CodingKeys: String, CodingKey {
         case id, status, kind, queue, priority, runAt = "run_at", attempt, maxAttempts = "max_attempts", deadline
@@ -49,7 +61,9 @@ public struct JobRecord: Sendable, Equatable, Encodable {
         case heldSince = "held_since"
         case deadReason = "dead_reason", finishedAt = "finished_at", finalStatus = "final_status"
         case durationMilliseconds = "duration_ms"
+        case signingSecret = "signing_secret", signingSecretFrom = "signing_secret_from"
     }
+
 
     /// The stored headers object made safe to show: sensitive values redacted.
     static func displayHeaders(_ json: String) -> [String: String] {

@@ -20,11 +20,12 @@ extension JobsTable {
     static let waitingColumns = """
         id, kind, queue, state, priority, run_at, attempt, max_attempts, deadline, destination, method, url,
         headers::text, idempotency_key, unique_key, timeout_ms, expect_content_type, created_at, errors::text,
-        leased_by::text, lease_expires_at, cancel_requested_at, held_since
+        leased_by::text, lease_expires_at, cancel_requested_at, held_since, signing_secret,
+        \(SigningSecretChoice.destinationDefaultSQL(for: "jobs.destination"))
         """
 
     static func decodeWaiting(_ row: PostgresRow) throws -> JobRecord {
-        JobRecord(
+        var record = JobRecord(
             id: try row.decode(0, as: Int64.self),
             status: try row.decode(3, as: String.self) == "running" ? .running : .available,
             kind: try row.decode(1, as: String.self),
@@ -49,6 +50,8 @@ extension JobsTable {
             cancelRequestedAt: try row.decode(21, as: Date?.self),
             heldSince: try row.decode(22, as: Date?.self)
         )
+        record.setSigningSecret(own: try row.decode(23, as: String?.self), destinationDefault: try row.decode(24, as: String?.self))
+        return record
     }
 
     /// Waiting and running jobs matching `filter`, oldest first.
@@ -68,12 +71,13 @@ extension JobsTable {
         if let row = try connection.query(PostgresQuery(unsafeSQL: "select \(waitingColumns) from courier.jobs where id = $1", binds: [id])).rows.first {
             return try decodeWaiting(row)
         }
-        if let row = try connection.query("""
+        if let row = try connection.query(PostgresQuery(unsafeSQL: """
             select id, kind, queue, destination, method, url, attempt, status, duration_ms, idempotency_key,
-                   errors::text, created_at, finished_at
-            from courier.completed_jobs where id = \(id)
-            """).rows.first {
-            return JobRecord(
+                   errors::text, created_at, finished_at, signing_secret,
+                   \(SigningSecretChoice.destinationDefaultSQL(for: "completed_jobs.destination"))
+            from courier.completed_jobs where id = $1
+            """, binds: [id])).rows.first {
+            var record = JobRecord(
                 id: try row.decode(0, as: Int64.self), status: .succeeded, kind: try row.decode(1, as: String.self),
                 queue: try row.decode(2, as: String.self), priority: 0, runAt: nil,
                 attempt: try row.decode(6, as: Int.self), maxAttempts: try row.decode(6, as: Int.self), deadline: nil,
@@ -84,13 +88,16 @@ extension JobsTable {
                 cancelRequestedAt: nil, heldSince: nil, deadReason: nil, finishedAt: try row.decode(12, as: Date?.self),
                 finalStatus: try row.decode(7, as: Int?.self), durationMilliseconds: try row.decode(8, as: Int?.self)
             )
+            record.setSigningSecret(own: try row.decode(13, as: String?.self), destinationDefault: try row.decode(14, as: String?.self))
+            return record
         }
-        if let row = try connection.query("""
+        if let row = try connection.query(PostgresQuery(unsafeSQL: """
             select job_id, kind, queue, priority, destination, method, url, headers::text, idempotency_key, unique_key,
-                   timeout_ms, expect_content_type, max_attempts, deadline, attempt, errors::text, reason, created_at, failed_at
-            from courier.dead_letters where job_id = \(id) order by id desc limit 1
-            """).rows.first {
-            return JobRecord(
+                   timeout_ms, expect_content_type, max_attempts, deadline, attempt, errors::text, reason, created_at, failed_at,
+                   signing_secret, \(SigningSecretChoice.destinationDefaultSQL(for: "dead_letters.destination"))
+            from courier.dead_letters where job_id = $1 order by id desc limit 1
+            """, binds: [id])).rows.first {
+            var record = JobRecord(
                 id: try row.decode(0, as: Int64.self), status: .dead, kind: try row.decode(1, as: String.self),
                 queue: try row.decode(2, as: String.self), priority: try row.decode(3, as: Int.self), runAt: nil,
                 attempt: try row.decode(14, as: Int.self), maxAttempts: try row.decode(12, as: Int.self),
@@ -103,6 +110,8 @@ extension JobsTable {
                 leasedBy: nil, leaseExpiresAt: nil, cancelRequestedAt: nil, heldSince: nil, deadReason: try row.decode(16, as: String.self),
                 finishedAt: try row.decode(18, as: Date?.self), finalStatus: nil, durationMilliseconds: nil
             )
+            record.setSigningSecret(own: try row.decode(19, as: String?.self), destinationDefault: try row.decode(20, as: String?.self))
+            return record
         }
         return nil
     }
@@ -127,10 +136,10 @@ extension JobsTable {
                 )
                 insert into courier.dead_letters (job_id, reason, kind, queue, priority, destination, method, url, headers,
                     body, timeout_ms, expect_content_type, idempotency_key, unique_key, args, max_attempts, deadline,
-                    attempt, errors, last_class, created_at)
+                    attempt, errors, last_class, created_at, signing_secret)
                 select id, 'cancelled', kind, queue, priority, destination, method, url, headers, body, timeout_ms,
                     expect_content_type, idempotency_key, unique_key, args, max_attempts, deadline, attempt,
-                    errors, 'cancelled', created_at
+                    errors, 'cancelled', created_at, signing_secret
                 from gone
                 returning job_id
                 """).rows.map { try $0.decode(0, as: Int64.self) })

@@ -80,12 +80,12 @@ extension JobsTable {
         with done as (
             \(successDeleteSQL)
             returning j.id, j.kind, j.queue, j.destination, j.method, j.url, j.attempt, nullif(a.status, -1) as status,
-                      a.duration_ms, j.idempotency_key, j.errors, j.created_at
+                      a.duration_ms, j.idempotency_key, j.errors, j.created_at, j.signing_secret
         )
         insert into courier.completed_jobs (id, kind, queue, destination, method, url, attempt, status, duration_ms,
-                                            idempotency_key, errors, worker, created_at)
+                                            idempotency_key, errors, worker, created_at, signing_secret)
         select id, kind, queue, destination, method, url, attempt, status, duration_ms, idempotency_key, errors,
-               $5, created_at
+               $5, created_at, signing_secret
         from done
         returning id
         """
@@ -174,11 +174,11 @@ extension JobsTable {
             )
             insert into courier.dead_letters (job_id, reason, kind, queue, priority, destination, method, url, headers,
                 body, timeout_ms, expect_content_type, idempotency_key, unique_key, args, max_attempts, deadline, attempt,
-                errors, last_class, last_status, worker, created_at)
+                errors, last_class, last_status, worker, created_at, signing_secret)
             select id, dl_reason, kind, queue, priority, destination, method, url, headers, body, timeout_ms,
                 expect_content_type, idempotency_key, unique_key, args, max_attempts, deadline, attempt,
                 case when dl_error = '' then errors else errors || jsonb_build_array(dl_error::jsonb) end,
-                nullif(dl_class, ''), nullif(dl_status, -1), \(worker.uuidString.lowercased()), created_at
+                nullif(dl_class, ''), nullif(dl_status, -1), \(worker.uuidString.lowercased()), created_at, signing_secret
             from gone
             returning job_id
             """).rows.map { try $0.decode(0, as: Int64.self) }
@@ -277,10 +277,10 @@ extension JobsTable {
                 dead as (
                     insert into courier.dead_letters (job_id, reason, kind, queue, priority, destination, method, url, headers,
                         body, timeout_ms, expect_content_type, idempotency_key, unique_key, args, max_attempts, deadline,
-                        attempt, errors, last_class, worker, created_at)
+                        attempt, errors, last_class, worker, created_at, signing_secret)
                     select id, verdict, kind, queue, priority, destination, method, url, headers, body, timeout_ms,
                         expect_content_type, idempotency_key, unique_key, args, max_attempts, deadline, attempt,
-                        errors || jsonb_build_array(error), 'lease_expired', leased_by::text, created_at
+                        errors || jsonb_build_array(error), 'lease_expired', leased_by::text, created_at, signing_secret
                     from gone
                     returning 1
                 )

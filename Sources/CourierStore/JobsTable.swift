@@ -18,7 +18,8 @@ public enum JobsTable {
                     body => \(request.body)::text, queue => \(request.queue)::text, priority => \(request.priority)::int,
                     run_at => coalesce(\(request.runAt)::timestamptz, now()), max_attempts => \(request.maxAttempts)::int,
                     deadline => \(request.deadline), unique_key => \(request.uniqueKey)::text, destination => \(request.destination)::text,
-                    timeout_ms => \(request.timeoutMilliseconds)::int, expect_content_type => \(request.expectContentType)::text)
+                    timeout_ms => \(request.timeoutMilliseconds)::int, expect_content_type => \(request.expectContentType)::text,
+                    signing_secret => \(request.signingSecret)::text)
                 """
         case .custom, .none:
             let key: String? = if case .custom(let key) = request.idempotencyKey { key } else { nil }
@@ -28,7 +29,7 @@ public enum JobsTable {
                     run_at => coalesce(\(request.runAt)::timestamptz, now()), max_attempts => \(request.maxAttempts)::int,
                     deadline => \(request.deadline), unique_key => \(request.uniqueKey)::text, destination => \(request.destination)::text,
                     timeout_ms => \(request.timeoutMilliseconds)::int, expect_content_type => \(request.expectContentType)::text,
-                    idempotency_key => \(key)::text)
+                    signing_secret => \(request.signingSecret)::text, idempotency_key => \(key)::text)
                 """
         }
         guard let row = try connection.query(query).rows.first else {
@@ -92,7 +93,7 @@ public enum JobsTable {
         var reported = 0
         let copied = try tx.copyIn("""
             copy courier.jobs (queue, priority, run_at, max_attempts, deadline, destination, method, url, headers,
-                body, timeout_ms, expect_content_type, idempotency_key, held_since) from stdin
+                body, timeout_ms, expect_content_type, idempotency_key, signing_secret, held_since) from stdin
             """, producing: { emit in
                 var keys = RandomUUIDs()
                 var encoder = CopyRowEncoder(reservingCapacity: 260 * 1024)
@@ -131,7 +132,7 @@ public enum JobsTable {
             create temp table if not exists courier_enqueue_stage (
                 ord bigint, url text, method text, headers jsonb, body text, queue text, priority int,
                 run_at timestamptz, max_attempts int, deadline timestamptz, idempotency_key text,
-                unique_key text, destination text, timeout_ms int, expect_content_type text
+                unique_key text, destination text, timeout_ms int, expect_content_type text, signing_secret text
             ) on commit delete rows
             """)
         var keys = RandomUUIDs()
@@ -152,17 +153,17 @@ public enum JobsTable {
             }
             loaded += try tx.copyFrom("""
                 copy courier_enqueue_stage (ord, url, method, headers, body, queue, priority, run_at, max_attempts,
-                    deadline, idempotency_key, unique_key, destination, timeout_ms, expect_content_type) from stdin
+                    deadline, idempotency_key, unique_key, destination, timeout_ms, expect_content_type, signing_secret) from stdin
                 """, rows: rows)
             progress?(loaded)
             start = end
         }
         let inserted = try tx.execute("""
             insert into courier.jobs (queue, priority, run_at, max_attempts, deadline, destination, method, url,
-                headers, body, timeout_ms, expect_content_type, idempotency_key, unique_key, held_since)
+                headers, body, timeout_ms, expect_content_type, idempotency_key, unique_key, signing_secret, held_since)
             select s.queue, s.priority, coalesce(s.run_at, now()), s.max_attempts, s.deadline, s.destination,
                 s.method, s.url, s.headers, s.body, s.timeout_ms, s.expect_content_type, s.idempotency_key,
-                s.unique_key,
+                s.unique_key, s.signing_secret,
                 -- Jobs for a destination whose breaker is open start out held.
                 case when held.destination is not null then now() end
             from courier_enqueue_stage s
@@ -196,6 +197,7 @@ public enum JobsTable {
         case .custom(let key): encoder.append(key)
         case .none: encoder.append(nil)
         }
+        encoder.append(request.signingSecret)
         encoder.append(held ? now : nil)
         encoder.endRow()
     }
@@ -210,7 +212,7 @@ public enum JobsTable {
             String(ordinal), request.url, request.method.asciiUppercased, request.headersJSON, request.body, request.queue,
             String(request.priority), request.runAt?.postgresText, String(request.maxAttempts),
             request.deadline?.postgresText, key, request.uniqueKey, destination,
-            String(request.timeoutMilliseconds), request.expectContentType?.asciiLowercased,
+            String(request.timeoutMilliseconds), request.expectContentType?.asciiLowercased, request.signingSecret,
         ]
     }
 }

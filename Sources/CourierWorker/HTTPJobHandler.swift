@@ -3,15 +3,19 @@ import CourierHTTP
 import CourierStore
 import Foundation
 
-/// The built-in `http` kind: sends the job's request with its idempotency key and
+/// The built-in `http` kind: sends the job's request with its idempotency key (and,
+/// for a job with a signing secret, the Standard Webhooks signature headers) and
 /// classifies what came back.
 public struct HTTPJobHandler: JobHandler {
     let transport: any HTTPTransport
     let secrets: SecretResolver
+    /// The clock of `webhook-timestamp`.
+    let now: @Sendable () -> Date
 
-    public init(transport: any HTTPTransport, secrets: SecretResolver) {
+    public init(transport: any HTTPTransport, secrets: SecretResolver, now: @escaping @Sendable () -> Date = { Date() }) {
         self.transport = transport
         self.secrets = secrets
+        self.now = now
     }
 
     public func perform(_ job: ClaimedJob) async -> Classification {
@@ -52,7 +56,8 @@ public struct HTTPJobHandler: JobHandler {
     struct Refusal: Error { var message: String }
 
     /// The request for one attempt: stored headers with secrets resolved, the
-    /// `Idempotency-Key` header, and a content type for bodies that have none.
+    /// `Idempotency-Key` header, a content type for bodies that have none, and the
+    /// signature headers of a job with a signing secret.
     func buildRequest(_ job: ClaimedJob) -> Result<HTTPRequest, Refusal> {
         guard let url = job.url else { return .failure(Refusal(message: "the job has no url")) }
         var headers: [HTTPHeader] = []
@@ -75,8 +80,17 @@ public struct HTTPJobHandler: JobHandler {
             let looksLikeJSON = (try? JSONSerialization.jsonObject(with: Data(body.utf8), options: [.fragmentsAllowed])) != nil
             headers.append(HTTPHeader(name: "Content-Type", value: looksLikeJSON ? "application/json" : "text/plain; charset=utf-8"))
         }
+        let body = job.body.map { Array($0.utf8) }
+        // Signed over the exact bytes sent; the signature headers replace any stored ones of the same names.
+        switch WebhookSigning.headers(for: job, body: body ?? [], now: now(), resolve: secrets.resolve) {
+        case nil: break
+        case .failure(let refusal)?: return .failure(refusal)
+        case .success(let signed)?:
+            headers.removeAll { stored in signed.contains { $0.name.caseInsensitiveCompare(stored.name) == .orderedSame } }
+            headers += signed
+        }
         return .success(HTTPRequest(
-            method: job.method, url: url, headers: headers, body: job.body.map { Array($0.utf8) },
+            method: job.method, url: url, headers: headers, body: body,
             timeout: .milliseconds(job.timeoutMilliseconds), connectTimeout: .milliseconds(min(job.timeoutMilliseconds, 10_000))
         ))
     }

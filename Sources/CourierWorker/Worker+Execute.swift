@@ -46,8 +46,8 @@ extension Worker {
         let flags = lock.withLock { inFlight[job.id].map { ($0.cancelledByOperator, $0.abortedByShutdown, $0.probeGeneration) } }
             ?? (false, false, nil)
         if let generation = flags.2 {
-            if flags.0 || flags.1 || classification.errorClass == .cancelled {
-                // Cancelled or aborted at shutdown: the probe says nothing about the destination.
+            if flags.0 || flags.1 || classification.errorClass == .cancelled || classification.refusedBeforeSending {
+                // Cancelled, aborted at shutdown or never sent: the probe says nothing about the destination.
                 acknowledge(.probeAbandon(destination: job.destination, generation: generation))
             } else {
                 // The verdict: the destination answered in a way that is not a breaker failure.

@@ -95,6 +95,11 @@ import Testing
             #expect(again == named)
             let custom = try connection.query("select courier.enqueue_job('report.build', '{\"day\": 1}')").rows[0].decode(0, as: Int64.self)
             #expect(custom > named)
+            // A signed job (0008 replaced courier.enqueue: still definer's rights, still granted).
+            let signed = try connection.query("select courier.enqueue(url => 'https://e.com/signed', signing_secret => 'HOOKS')")
+                .rows[0].decode(0, as: Int64.self)
+            #expect(try admin.query("select signing_secret from courier.jobs where id = \(signed)").rows[0].decode(0, as: String?.self) == "HOOKS")
+            try admin.query("delete from courier.jobs where id = \(signed)")
             // Enqueue inside the caller's own transaction still works.
             try connection.withTransaction { tx in
                 _ = try tx.query("select courier.enqueue('https://e.com/tx')")
@@ -140,6 +145,7 @@ import Testing
             #expect(try JobsTable.extendLeases(ids: jobs.map(\.id), worker: worker, leaseMilliseconds: 30_000, on: connection).isEmpty)
             _ = try JobsTable.rescueExpired(on: connection)
             _ = try QueueSettingsTable.all(on: connection)
+            _ = try DestinationsTable.all(on: connection)
             _ = try StatsQueries.queueDepths(on: connection)
             _ = try StatsQueries.deadLetterCounts(on: connection)
             _ = try StatsQueries.breakerStates(on: connection)
@@ -151,6 +157,9 @@ import Testing
                 "select courier.replay_dead_letters()",
                 "select courier.breaker_force('https://e.com:443', 'open')",
                 "insert into courier.queue_settings (queue) values ('q')",
+                "insert into courier.destinations (destination) values ('d')",
+                "select * from courier.destination_set('d', 'HOOKS')",
+                "select courier.destination_reset('d')",
                 "truncate courier.jobs",
                 "create table courier.mine (x int)",
             ]

@@ -16,6 +16,8 @@ final class WorkerHarness: @unchecked Sendable {
     private var runTask: Task<Void, Never>?
     private var transport: CurlTransport?
     let logLines = LogCapture()
+    /// The environment the worker's SecretResolver reads (`COURIER_SECRET_<NAME>`).
+    var secretEnvironment = ["COURIER_SECRET_PARTNER_TOKEN": "s3cr3t"]
 
     init(label: String = #function, defaultBehavior: FaultServer.Behavior = .json200) throws {
         database = try CourierTestDatabase.create(label: label)
@@ -42,7 +44,7 @@ final class WorkerHarness: @unchecked Sendable {
         self.transport = transport
         let worker = Worker(
             configuration: configuration,
-            httpHandler: HTTPJobHandler(transport: transport, secrets: SecretResolver(environment: ["COURIER_SECRET_PARTNER_TOKEN": "s3cr3t"], directory: nil)),
+            httpHandler: HTTPJobHandler(transport: transport, secrets: SecretResolver(environment: secretEnvironment, directory: nil)),
             logger: Logger(level: .debug, sink: { [logLines] in logLines.append($0) }))
         register(worker)
         self.worker = worker
