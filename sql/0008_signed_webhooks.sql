@@ -77,6 +77,12 @@ language sql volatile as $$
     select exists (select 1 from gone)
 $$;
 
+-- PUBLIC may execute no Courier function (0006). Per-schema default privileges cannot
+-- take away PostgreSQL's global default EXECUTE for PUBLIC, so every new function is
+-- revoked here by name.
+revoke execute on function courier.is_secret_name(text), courier.destination_set(text, text),
+    courier.destination_reset(text) from public;
+
 -- Destination policy is the operators' (courier_admin, jobctl): workers only read it,
 -- as they read courier.queue_settings.
 revoke insert, update, delete, truncate on courier.destinations from courier_worker;

@@ -72,7 +72,7 @@ import Testing
             let text = String(describing: error)
             #expect(text.contains("PARTNER_HOOKS"))
             #expect(text.contains("malformed"))
-            for part in value.split(separator: " ") where part.count >= 4 {
+            for part in value.split(separator: " ") where part.count >= 4 && part != "whsec_" {
                 #expect(!text.contains(part), "the message must not quote the value: \(text)")
             }
         }

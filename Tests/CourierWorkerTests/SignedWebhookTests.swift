@@ -40,7 +40,7 @@ final class SignedReceiver: @unchecked Sendable {
         }
         guard let text = String(data: line, encoding: .utf8), let port = Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) else {
             let stderr = (try? String(contentsOfFile: errorPath, encoding: .utf8)) ?? ""
-            process.terminate()
+            kill(process.processIdentifier, SIGKILL)
             throw ReceiverError(message: "the signed receiver did not start: \(stderr)")
         }
         self.port = port
@@ -56,7 +56,8 @@ final class SignedReceiver: @unchecked Sendable {
 
     func stop() {
         if process.isRunning {
-            process.terminate()
+            // SIGKILL: a worker in this process ignores SIGTERM, and the child inherits that.
+            kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
         }
         try? FileManager.default.removeItem(atPath: logPath)
