@@ -442,7 +442,7 @@ public enum JobctlCommands {
                             help: "The default signing secret NAME of the destination's jobs."),
                     json,
                 ],
-                examples: ["jobctl destination set https://partner.example.com --signing-secret PARTNER_WEBHOOKS"],
+                examples: ["jobctl destination set https://partner.example.com \\\n    --signing-secret PARTNER_WEBHOOKS"],
                 constraints: [.atLeastOne(of: ["signing-secret"])]),
             CommandSpec(
                 name: "reset",

@@ -19,6 +19,7 @@ import Testing
         ("X-Client-Secret", "tok-SECRET-6666"),
         ("X-DB-Password", "tok-PASS-7777"),
         ("Set-Cookie", "tok-SETCOOKIE-8888"),
+        ("Webhook-Signature", "v1,tok-SIGNATURE-9999"),
     ]
     /// A header that is shown, to prove the outputs print headers at all.
     static let visible = ("X-Trace", "visible-trace-1")

@@ -5,6 +5,7 @@ import Testing
     @Test(arguments: [
         "Authorization", "authorization", "Proxy-Authorization", "Cookie", "SET-COOKIE",
         "X-Api-Key", "X-Auth-Token", "X-Client-Secret", "X-Password", "Api-Key", "x-github-token", "Private-KEY",
+        "webhook-signature", "Webhook-Signature",
     ])
     func sensitive(name: String) {
         #expect(Redaction.isSensitiveHeader(name))
