@@ -215,3 +215,29 @@ struct ReceiverError: Error, CustomStringConvertible {
         await h.close()
     }
 }
+
+/// A half-open probe whose job cannot be signed sends nothing: that is no verdict, so the
+/// breaker is not closed by it (the probe is abandoned and may run again).
+@Suite(.serialized) struct UnsignableProbeTests {
+    @Test func aProbeRefusedForItsSigningSecretIsNoVerdict() async throws {
+        let h = try WorkerHarness()
+        let destination = "http://127.0.0.1:\(h.server.port)"
+        // An open breaker whose cooldown is over: the next worker may probe it.
+        try h.db.query("""
+            insert into courier.breakers (destination, state, open_until, cooldown_ms, generation)
+            values (\(destination), 'open', now() - interval '1 second', 60000, 1)
+            """)
+        let id = try h.enqueue("/probe") { $0.signingSecret = "NOT_SET_ANYWHERE" }
+        try h.start()
+        let record = try await h.waitFor(id, .dead)
+        #expect(record.deadReason == "permanent")
+        #expect(h.server.requestCount(path: "/probe") == 0)
+        let events = try h.db.query("""
+            select to_state, reason from courier.breaker_events where destination = \(destination) order by id
+            """).rows.map { "\(try $0.decode(0, as: String.self)):\(try $0.decode(1, as: String.self))" }
+        await h.close()
+        #expect(events.first?.hasPrefix("half_open") == true, "\(events)")
+        #expect(events.contains("open:probe_abandoned"), "\(events)")
+        #expect(!events.contains { $0.hasPrefix("closed") }, "a refused probe must not close the breaker: \(events)")
+    }
+}
