@@ -443,14 +443,14 @@ else:
     runtime_runs = " ".join(r for w, r in runtime["body"] if w == "RUN")
     if not build["image"].startswith("swift:"):
         fail(dockerfile, f"the build stage should use the Swift image, uses {build['image']}")
-    for package in ("libpq-dev", "libcurl4-openssl-dev"):
+    for package in ("libpq-dev", "libcurl4-openssl-dev", "libssl-dev"):
         if package not in build_runs:
             fail(dockerfile, f"the build stage must install {package}")
     if "swift build -c release" not in build_runs:
         fail(dockerfile, "the build stage must run swift build -c release")
     if not re.match(r"debian:[a-z]+-slim$", runtime["image"]):
         fail(dockerfile, f"the runtime stage should be a slim Debian image, is {runtime['image']}")
-    for package in ("libpq5", "libcurl4", "ca-certificates"):
+    for package in ("libpq5", "libcurl4", "libssl3", "ca-certificates"):
         if not re.search(rf"\b{re.escape(package)}\b", runtime_runs):
             fail(dockerfile, f"the runtime stage must install {package}")
     users = [r for w, r in runtime["body"] if w == "USER"]
