@@ -29,15 +29,18 @@ public final class StoreSession: @unchecked Sendable {
     private let channels: [String]
     private let observer: Observer
     private let pause: (Duration) -> Void
+    private let statementTimeout: Duration?
     private var connection: PostgresConnection?
     private var backoff: Duration = .zero
 
     /// - Parameters:
     ///   - channels: channels to LISTEN on after every (re)connect.
+    ///   - statementTimeout: set on every connection, for sessions whose statements must never wait long.
     ///   - pause: sleeps the backoff after a failure; may return early when the owner stops.
-    public init(configuration: DatabaseConfiguration, channels: [String] = [], observer: Observer = Observer(),
-                pause: @escaping (Duration) -> Void) {
+    public init(configuration: DatabaseConfiguration, channels: [String] = [], statementTimeout: Duration? = nil,
+                observer: Observer = Observer(), pause: @escaping (Duration) -> Void) {
         self.configuration = configuration
+        self.statementTimeout = statementTimeout
         self.channels = channels
         self.observer = observer
         self.pause = pause
@@ -96,6 +99,10 @@ public final class StoreSession: @unchecked Sendable {
         connection?.close()
         connection = nil
         let fresh = try PostgresConnection.connect(configuration)
+        if let statementTimeout {
+            let milliseconds = String(statementTimeout.milliseconds)
+            _ = try fresh.query("select set_config('statement_timeout', \(milliseconds), false)")
+        }
         for channel in channels {
             try fresh.listen(channel)
         }

@@ -45,6 +45,14 @@ public protocol WorkerStore {
     func queueSettingsAll() throws -> [QueueSettingsTable.Settings]
     func deadLettersPurge(olderThanMilliseconds: Int64) throws -> Int
     func migrationsApplied() throws -> [Int]
+
+    // Fleet-wide figures for /metrics (read-only).
+    func statsQueueDepths() throws -> [StatsQueries.QueueDepth]
+    func statsDeadLetterCounts() throws -> [String: Int]
+    func statsBreakerStates() throws -> [String: Int]
+    func statsOpenBreakers(limit: Int) throws -> [StatsQueries.OpenBreaker]
+    func statsBreakerTransitionCounts() throws -> [StatsQueries.BreakerTransitionCount]
+    func statsLiveWorkerCount() throws -> Int
 }
 
 /// `WorkerStore` on one PostgreSQL connection.
@@ -127,4 +135,15 @@ public struct PostgresWorkerStore: WorkerStore {
         try DeadLettersTable.purge(olderThanMilliseconds: olderThanMilliseconds, on: connection)
     }
     public func migrationsApplied() throws -> [Int] { try Migrator.appliedVersions(connection) }
+
+    public func statsQueueDepths() throws -> [StatsQueries.QueueDepth] { try StatsQueries.queueDepths(on: connection) }
+    public func statsDeadLetterCounts() throws -> [String: Int] { try StatsQueries.deadLetterCounts(on: connection) }
+    public func statsBreakerStates() throws -> [String: Int] { try StatsQueries.breakerStates(on: connection) }
+    public func statsOpenBreakers(limit: Int) throws -> [StatsQueries.OpenBreaker] {
+        try StatsQueries.openBreakers(limit: limit, on: connection)
+    }
+    public func statsBreakerTransitionCounts() throws -> [StatsQueries.BreakerTransitionCount] {
+        try StatsQueries.breakerTransitionCounts(on: connection)
+    }
+    public func statsLiveWorkerCount() throws -> Int { try StatsQueries.liveWorkerCount(on: connection) }
 }

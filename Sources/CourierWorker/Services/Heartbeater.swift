@@ -40,6 +40,8 @@ final class Heartbeater: WorkerService, @unchecked Sendable {
     private var registered = false
     private var lastHeartbeat: ContinuousClock.Instant?
     private var lastCancelCheck: ContinuousClock.Instant?
+    /// The stopping flag the last heartbeat carried: a change is reported at once.
+    private var reportedStopping = false
     private let lock = NSLock()
     private var cancelCheckWanted = false
 
@@ -62,7 +64,7 @@ final class Heartbeater: WorkerService, @unchecked Sendable {
         let held = holder.heldIDs
         let stopping = holder.isStopping
         let wanted = lock.withLock { () -> Bool in defer { cancelCheckWanted = false }; return cancelCheckWanted }
-        if lastHeartbeat.map({ now - $0 >= configuration.interval }) ?? true {
+        if lastHeartbeat.map({ now - $0 >= configuration.interval }) ?? true || stopping != reportedStopping {
             let result = session.run { store -> [Int64] in
                 if !(try store.workerHeartbeat(id: id, stopping: stopping)) {
                     try store.workerRegister(self.configuration.registration)
@@ -71,6 +73,7 @@ final class Heartbeater: WorkerService, @unchecked Sendable {
             }
             if case .success(let cancelled) = result {
                 lastHeartbeat = now
+                reportedStopping = stopping
                 holder.cancelRequested(cancelled)
             }
         } else if !held.isEmpty && (wanted || lastCancelCheck.map { now - $0 >= configuration.cancelCheckInterval } ?? true) {
