@@ -61,11 +61,18 @@ public struct ClaimedJob: Sendable, Equatable {
         self.destinationSigningSecret = destinationSigningSecret
     }
 
+    /// The RETURNING list of a claim; `sd` is ``destinationPolicyJoin``'s destinations row.
     static let columns = """
         j.id, j.kind, j.queue, j.attempt, j.max_attempts, j.deadline, j.destination, j.method, j.url, j.headers::text,
         j.body, j.timeout_ms, j.expect_content_type, j.idempotency_key, j.args::text, j.last_delay_ms,
-        j.cancel_requested_at is not null, j.signing_secret, \(SigningSecretChoice.destinationDefaultSQL(for: "j.destination"))
+        j.cancel_requested_at is not null, j.signing_secret, sd.signing_secret
         """
+
+    /// The FROM list of a claim: the picked rows (`picked`, with `id` and `destination`) and
+    /// their destinations' policies (`sd`), read at claim time. A join, not a subquery in
+    /// RETURNING: that ran as a subplan per claimed row, several µs each in EXPLAIN ANALYZE
+    /// over 100k rows, against under one for the join.
+    static let destinationPolicyJoin = "picked left join courier.destinations sd on sd.destination = picked.destination"
 
     init(row: PostgresRow) throws {
         self.init(
