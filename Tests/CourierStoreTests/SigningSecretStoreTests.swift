@@ -128,7 +128,7 @@ import Testing
             _ = try JobsTable.cancel(ids: [cancelled], on: db)
             let jobs = try JobsTable.claim(queue: "default", limit: 10, worker: worker, leaseMilliseconds: 30_000, on: db)
             #expect(jobs.count == 2)
-            try JobsTable.deadLetter([.init(id: dead, attempt: 1, reason: "permanent", errorJSON: nil, lastClass: "client", lastStatus: 400)],
+            try JobsTable.deadLetter([.init(id: dead, attempt: 1, reason: .permanent, errorJSON: nil, lastClass: .client, lastStatus: 400)],
                                      worker: worker, on: db)
             try JobsTable.complete([.init(id: done, attempt: 1, status: 200, durationMilliseconds: 3)], worker: worker, on: db)
             #expect(try signingSecret(of: dead, in: "courier.dead_letters", column: "job_id", db) == "TRAVELS")
