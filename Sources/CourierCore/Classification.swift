@@ -41,13 +41,6 @@ public struct Classification: Sendable, Equatable {
         self.countsAsBreakerFailure = errorClass?.countsAsBreakerFailure ?? false
     }
 
-    /// Courier refused to send anything (the SSRF guard, a header or signing secret that
-    /// is not set or is malformed, no handler for the kind): the attempt says nothing
-    /// about the destination, so it is no verdict for a breaker probe.
-    public var refusedBeforeSending: Bool {
-        !succeeded && errorClass == .client && !mayHaveBeenDelivered
-    }
-
     /// The reason to use if this outcome ends the job without a retry:
     /// `invalid_response`, `cancelled`, or `permanent` for every other
     /// non-retryable failure. Nil for success and retryable failures.
@@ -58,6 +51,12 @@ public struct Classification: Sendable, Equatable {
         case .cancelled: return .cancelled
         default: return .permanent
         }
+    }
+
+    /// Refused on this side before anything was sent (address guard, a missing or malformed
+    /// header or signing secret, no handler): the destination never answered, so a probe like this says nothing about it.
+    public var isLocalRefusal: Bool {
+        !succeeded && errorClass == .client && status == nil && !mayHaveBeenDelivered
     }
 
     /// The attempt of a worker that lost its lease (died or hung). The request

@@ -89,10 +89,10 @@ import Testing
 
     @Test func aRefusalIsNoVerdictAboutTheDestination() {
         let refused = OutcomeClassifier.classify(.blocked("signing secret 'X' is not set"), expectContentType: nil, now: Date())
-        #expect(refused.refusedBeforeSending)
+        #expect(refused.isLocalRefusal)
         #expect(!refused.countsAsBreakerFailure)
         let answered = OutcomeClassifier.classify(.response(HTTPResponseSummary(status: 403, headers: [], bodyPrefix: [])),
                                                   expectContentType: nil, now: Date())
-        #expect(!answered.refusedBeforeSending)
+        #expect(!answered.isLocalRefusal)
     }
 }
