@@ -34,6 +34,8 @@ public enum JobworkerCommand {
             .option("database-url", value: "URL",
                     help: "The database: a libpq URI or key=value conninfo. The PG* variables apply too, as in libpq.",
                     environmentVariable: "DATABASE_URL"),
+            option("listen-database-url", value: "URL",
+                   help: "Where to LISTEN for new jobs and cancellations: a direct connection (or a session-mode pool) when --database-url goes through a transaction-mode pooler such as PgBouncer. Without it a worker behind a pooler polls every --poll-interval."),
             option("queues", value: "LIST", help: "Comma-separated queues to take jobs from.", defaultValue: "default"),
             option("concurrency", value: "N", help: "How many jobs this worker runs at once.", defaultValue: "32"),
             option("lease", value: "DURATION",

@@ -47,9 +47,12 @@ final class DatabaseSession: @unchecked Sendable {
     private let logger: Logger
     /// Channels to LISTEN on after every (re)connect.
     private let channels: [String]
+    /// Called with an error that no retry can cure (a pooler in statement mode).
+    private let onFatal: @Sendable (PostgresError) -> Void
 
     init(configuration: PostgresConfiguration, outage: OutageTracker, logger: Logger, channels: [String] = [],
-         shouldStop: @escaping @Sendable () -> Bool) {
+         shouldStop: @escaping @Sendable () -> Bool, onFatal: @escaping @Sendable (PostgresError) -> Void = { _ in }) {
+        self.onFatal = onFatal
         self.configuration = configuration
         self.outage = outage
         self.logger = logger
@@ -68,6 +71,12 @@ final class DatabaseSession: @unchecked Sendable {
             }
             outage.succeeded()
             return .success(value)
+        } catch let error as PostgresError where error.isUnsupportedPoolMode {
+            connection?.close()
+            connection = nil
+            onFatal(error)
+            sleepBackoff()
+            return .failure(error)
         } catch let error as PostgresError where !error.isConnectionLoss && error.kind != .connection {
             // The server answered: a statement failed. The connection is still good.
             if connection?.isConnected == false { connection = nil }

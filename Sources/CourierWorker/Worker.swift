@@ -49,6 +49,8 @@ public final class Worker: @unchecked Sendable {
     var drained = false
     /// Set when the final writes could not be made before exiting (database down).
     var ackGiveUp = false
+    /// See ``fatalError``.
+    var fatalReason: String?
 
     struct InFlightJob {
         var job: ClaimedJob
@@ -134,9 +136,25 @@ public final class Worker: @unchecked Sendable {
         thread.start()
     }
 
-    func makeSession(channels: [String] = []) -> DatabaseSession {
-        DatabaseSession(configuration: configuration.database, outage: outage, logger: logger, channels: channels,
-                        shouldStop: { [weak self] in self?.isStopping ?? true })
+    func makeSession(channels: [String] = [], database: PostgresConfiguration? = nil) -> DatabaseSession {
+        DatabaseSession(configuration: database ?? configuration.database, outage: outage, logger: logger, channels: channels,
+                        shouldStop: { [weak self] in self?.isStopping ?? true },
+                        onFatal: { [weak self] in self?.stopForGood($0) })
+    }
+
+    /// Why the worker stopped on its own, when it did: a setup that cannot work (a pooler
+    /// in statement mode). `jobworker` then exits 1.
+    public var fatalError: String? { lock.withLock { fatalReason } }
+
+    /// Logs the reason once and begins the graceful shutdown.
+    func stopForGood(_ error: PostgresError) {
+        let first = lock.withLock { () -> Bool in
+            defer { if fatalReason == nil { fatalReason = error.message } }
+            return fatalReason == nil
+        }
+        guard first else { return }
+        logger.error("cannot work with this database connection; stopping", [("error", error.message)])
+        shutdown()
     }
 }
 

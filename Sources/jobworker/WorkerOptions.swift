@@ -9,6 +9,9 @@ enum WorkerOptions {
     static func configuration(from command: ParsedCommand, environment: [String: String]) throws -> WorkerConfiguration {
         var c = WorkerConfiguration(database: PostgresConfiguration.resolve(flag: command.value("database-url"), environment: environment))
         c.database.applicationName = "jobworker"
+        if let listen = command.value("listen-database-url"), !listen.isEmpty {
+            c.listenDatabase = PostgresConfiguration(connectionString: listen, applicationName: "jobworker-listen")
+        }
         c.queues = try command.list("queues")
         c.concurrency = try command.int("concurrency", range: 1...10_000) ?? c.concurrency
         c.lease = try command.duration("lease", minimum: .seconds(1)) ?? c.lease
