@@ -54,8 +54,12 @@ extension Worker {
         while !isStopping {
             if case .success(let applied) = session.run({ try Migrator.appliedVersions($0) }) {
                 let missing = Migration.all.filter { !applied.contains($0.version) }.map(\.name)
-                lock.withLock { missingMigrationNames = missing }
+                lock.withLock {
+                    missingMigrationNames = missing
+                    schemaReady = missing.isEmpty
+                }
                 if missing.isEmpty {
+                    maintenanceSignal.signal()
                     if reported { logger.info("the schema is up to date: claiming jobs") }
                     return
                 }

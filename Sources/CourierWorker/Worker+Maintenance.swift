@@ -20,6 +20,17 @@ extension Worker {
         var lastStatsFlush = ContinuousClock.now
         var lastSettingsRead = ContinuousClock.now - .seconds(3600)
         let rescueInterval = max(.seconds(1), min(configuration.lease / 4, .seconds(15)))
+        // Every statement here needs the schema: wait for the claim thread to find it complete.
+        while !isStopping && !lock.withLock({ schemaReady }) {
+            maintenanceSignal.wait(timeout: .milliseconds(250))
+        }
+        guard lock.withLock({ schemaReady }) else {
+            // Stopped before the schema was there: nothing was claimed, nothing registered.
+            lock.withLock { drained = true }
+            ackSignal.signal()
+            claimSignal.signal()
+            return
+        }
         while !isStopping {
             let now = ContinuousClock.now
             if !registered {

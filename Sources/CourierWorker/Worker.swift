@@ -36,6 +36,9 @@ public final class Worker: @unchecked Sendable {
     /// Migrations this worker was built with that the database has not applied; the
     /// worker claims nothing while any are missing (guarded by `lock`).
     var missingMigrationNames: [String] = []
+    /// Set once the schema has every migration; the maintenance thread waits for it, so a
+    /// worker started before `jobctl migrate` says what is missing once and nothing else.
+    var schemaReady = false
 
     let acknowledgements = AcknowledgementBuffer()
     let claimSignal = ThreadSignal()
