@@ -48,6 +48,11 @@ public enum OutcomeClassifier {
             return Classification(succeeded: false, errorClass: .transport, message: "not sent: \(detail)", mayHaveBeenDelivered: false, retryable: true)
         case .blocked(let detail):
             return Classification(succeeded: false, errorClass: .client, message: "refused to send: \(detail)", mayHaveBeenDelivered: false, retryable: false)
+        case .refusedByConfiguration(let detail):
+            var refused = Classification(succeeded: false, errorClass: .client, message: "this worker may not send it: \(detail)",
+                                         mayHaveBeenDelivered: false, retryable: false)
+            refused.refusedByConfiguration = true
+            return refused
         case .timedOut(let connected, let detail):
             let phase = connected ? "after the connection was made" : "before a connection was made"
             return Classification(succeeded: false, errorClass: .timeout, message: "timed out \(phase): \(detail)", mayHaveBeenDelivered: connected, retryable: true)

@@ -10,6 +10,9 @@ enum Acknowledgement: Sendable, Equatable {
     case deadLetter(JobsTable.DeadLetter)
     /// A leased job that never started: back to the queue, attempt returned.
     case handBack(id: Int64, attempt: Int)
+    /// A job this worker may not run (its configuration): back to the queue, attempt
+    /// returned, not before now + milliseconds.
+    case handBackLater(id: Int64, attempt: Int, milliseconds: Int64)
     /// A destination asked for no requests before now + delay (Retry-After).
     case destinationPause(destination: String, milliseconds: Int64)
     /// The result of a half-open probe, applied only if its generation is still current.
@@ -57,6 +60,7 @@ extension Acknowledgement {
         var handBackIDs: [Int64] = []
         var handBackAttempts: [Int] = []
         var pauses: [String: Int64] = [:]
+        var later: [Int64: (ids: [Int64], attempts: [Int])] = [:]
         var probes: [(String, Int64, Bool)] = []
         var abandoned: [(String, Int64)] = []
         for item in batch {
@@ -67,6 +71,9 @@ extension Acknowledgement {
             case .handBack(let id, let attempt):
                 handBackIDs.append(id)
                 handBackAttempts.append(attempt)
+            case .handBackLater(let id, let attempt, let ms):
+                later[ms, default: ([], [])].ids.append(id)
+                later[ms, default: ([], [])].attempts.append(attempt)
             case .destinationPause(let destination, let ms): pauses[destination] = max(pauses[destination] ?? 0, ms)
             case .probeResult(let destination, let generation, let succeeded): probes.append((destination, generation, succeeded))
             case .probeAbandon(let destination, let generation): abandoned.append((destination, generation))
@@ -89,5 +96,8 @@ extension Acknowledgement {
         try JobsTable.retry(retries, worker: worker, on: connection)
         try JobsTable.deadLetter(letters, worker: worker, on: connection)
         try JobsTable.handBack(ids: handBackIDs, attempts: handBackAttempts, worker: worker, on: connection)
+        for (ms, group) in later.sorted(by: { $0.key < $1.key }) {
+            try JobsTable.handBack(ids: group.ids, attempts: group.attempts, worker: worker, notBeforeMilliseconds: ms, on: connection)
+        }
     }
 }

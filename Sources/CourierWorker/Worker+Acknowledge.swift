@@ -32,7 +32,7 @@ extension Worker {
                 }
                 metrics.recordAckFlush(count: batch.count, latency: ContinuousClock.now - started)
                 // Retried or handed-back jobs are in the queue again: let the claim loop look.
-                if batch.contains(where: { if case .retry = $0 { true } else if case .handBack = $0 { true } else { false } }) {
+                if batch.contains(where: { if case .retry = $0 { true } else if case .handBack = $0 { true } else if case .handBackLater = $0 { true } else { false } }) {
                     claimSignal.signal()
                 }
             }

@@ -22,7 +22,7 @@ extension Worker {
         }
         let startedAt = Date()
         let clock = ContinuousClock.now
-        let classification: Classification
+        var classification: Classification
         if let deadline = job.deadline, deadline <= startedAt {
             classification = Classification(succeeded: false, errorClass: nil, message: "the deadline passed before the attempt",
                                             mayHaveBeenDelivered: false, retryable: false)
@@ -38,13 +38,22 @@ extension Worker {
         } else if let handler = lock.withLock({ handlers[job.kind] }) {
             classification = await handler.perform(job)
         } else {
-            classification = Classification(succeeded: false, errorClass: .client,
-                                            message: "no handler is registered for job kind '\(job.kind)'",
-                                            mayHaveBeenDelivered: false, retryable: false)
+            var missing = Classification(succeeded: false, errorClass: .client,
+                                         message: "this worker has no handler for job kind '\(job.kind)'",
+                                         mayHaveBeenDelivered: false, retryable: false)
+            missing.refusedByConfiguration = true
+            classification = missing
         }
         let elapsed = ContinuousClock.now - clock
         let flags = lock.withLock { inFlight[job.id].map { ($0.cancelledByOperator, $0.abortedByShutdown, $0.probeGeneration) } }
             ?? (false, false, nil)
+        if classification.refusedByConfiguration, !flags.0, !flags.1 {
+            if refuseHere(job, classification, probeGeneration: flags.2) {
+                finish(job.id)
+                return
+            }
+            classification.refusedByConfiguration = false
+        }
         if let generation = flags.2 {
             if flags.0 || flags.1 || classification.errorClass == .cancelled {
                 // Cancelled or aborted at shutdown: the probe says nothing about the destination.

@@ -39,6 +39,8 @@ public final class Worker: @unchecked Sendable {
     /// Set once the schema has every migration; the maintenance thread waits for it, so a
     /// worker started before `jobctl migrate` says what is missing once and nothing else.
     var schemaReady = false
+    /// The last job this worker refused because of its own configuration, and when.
+    var lastLocalRefusal: (at: ContinuousClock.Instant, message: String)?
 
     let acknowledgements = AcknowledgementBuffer()
     let claimSignal = ThreadSignal()

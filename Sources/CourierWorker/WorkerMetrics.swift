@@ -49,6 +49,7 @@ public final class WorkerMetrics: @unchecked Sendable {
     private var ackedJobs = 0
     private var rescuedRequeued = 0
     private var rescuedDeadLettered = 0
+    private var refusedByConfiguration = 0
     private var retryDelays = Histogram(bounds: WorkerMetrics.retryDelayBounds)
 
     /// Retry delays in seconds.
@@ -77,6 +78,8 @@ public final class WorkerMetrics: @unchecked Sendable {
         public var ackLatency: Histogram
         public var rescuedRequeued: Int
         public var rescuedDeadLettered: Int
+        /// Jobs handed back because this worker's configuration cannot run them.
+        public var refusedByConfiguration = 0
         public var retryDelays: Histogram
         public var retryDelayBuckets: [(le: Double, count: Int)] { retryDelays.cumulative }
         public var retryDelayCount: Int { retryDelays.count }
@@ -95,7 +98,8 @@ public final class WorkerMetrics: @unchecked Sendable {
                 retries: retries, deadLettersByReason: deadLettersByReason, claimBatches: claimBatches.count,
                 claimedJobs: Int(claimBatches.sum), claimBatchSizes: claimBatches, ackFlushes: ackFlushes.count,
                 ackedJobs: ackedJobs, ackLatencySeconds: ackFlushes.sum, ackLatency: ackFlushes,
-                rescuedRequeued: rescuedRequeued, rescuedDeadLettered: rescuedDeadLettered, retryDelays: retryDelays)
+                rescuedRequeued: rescuedRequeued, rescuedDeadLettered: rescuedDeadLettered,
+                refusedByConfiguration: refusedByConfiguration, retryDelays: retryDelays)
         }
     }
 
@@ -121,6 +125,10 @@ public final class WorkerMetrics: @unchecked Sendable {
 
     func recordDeadLetter(reason: DeadLetterReason) {
         lock.withLock { deadLettersByReason[reason.rawValue, default: 0] += 1 }
+    }
+
+    func recordLocalRefusal() {
+        lock.withLock { refusedByConfiguration += 1 }
     }
 
     func recordClaim(batch: Int) {
