@@ -4,6 +4,8 @@ import PackageDescription
 // Courier: a PostgreSQL-backed job queue for outbound network work.
 // Module graph (each arrow is a dependency):
 //   CLibPQ <- Postgres <- CourierStore <- CourierWorker <- jobworker
+//   (CourierStore is the only door to PostgreSQL: nothing above it imports Postgres;
+//    CourierControl still does, see the runtime issue's note)
 //   CCurl  <- CourierHTTP ----------------^
 //   CourierCore (pure domain, no I/O) <- CourierStore, CourierHTTP, CourierWorker
 //   CourierCLI (argument parsing) <- CourierControl <- jobctl
@@ -35,11 +37,11 @@ let package = Package(
             dependencies: ["Postgres", "CourierCore"],
             resources: [.embedInCode("Migrations")]
         ),
-        .target(name: "CourierWorker", dependencies: ["CourierStore", "CourierHTTP", "CourierCore", "Postgres"]),
+        .target(name: "CourierWorker", dependencies: ["CourierStore", "CourierHTTP", "CourierCore"]),
         .target(name: "CourierCLI"),
         .target(name: "CourierControl", dependencies: ["CourierCLI", "CourierStore", "CourierCore", "Postgres"]),
         .executableTarget(name: "jobctl", dependencies: ["CourierControl"]),
-        .executableTarget(name: "jobworker", dependencies: ["CourierWorker", "CourierCLI"]),
+        .executableTarget(name: "jobworker", dependencies: ["CourierWorker", "CourierStore", "CourierCLI"]),
         .executableTarget(name: "courier-bench", dependencies: ["CourierStore", "CourierWorker", "CourierHTTP", "CourierTestSupport", "Postgres"]),
         .executableTarget(name: "courier-breaker-sim", dependencies: ["CourierStore", "CourierWorker", "CourierCore", "CourierTestSupport", "Postgres"]),
         .target(name: "CourierTestSupport", dependencies: ["Postgres", "CourierCore", "CourierStore"]),

@@ -8,9 +8,9 @@ extension Worker {
     /// degraded. Returns false when the job should instead end as a dead letter (the
     /// classification's message then says why), which the normal path records.
     func refuseHere(_ job: ClaimedJob, _ classification: Classification, probeGeneration: Int64?) -> Bool {
-        let decision = LocalRefusal.decide(deadline: job.deadline, createdAt: job.createdAt, now: Date())
+        let decision = LocalRefusal.decide(deadline: job.deadline, createdAt: job.createdAt, now: clock.now())
         metrics.recordLocalRefusal()
-        lock.withLock { lastLocalRefusal = (ContinuousClock.now, classification.message) }
+        refusalLock.withLock { lastLocalRefusal = (clock.instant(), classification.message) }
         if let probeGeneration {
             // The destination was not tried: the probe says nothing about it.
             acknowledge(.probeAbandon(destination: job.destination, generation: probeGeneration))
@@ -34,8 +34,9 @@ extension Worker {
     /// Why the worker reports degraded (`/readyz` 503, `courier_worker_degraded` 1): it
     /// refused a job because of its configuration within ``LocalRefusal/degradedFor``.
     public var degradedReason: String? {
-        lock.withLock {
-            guard let last = lastLocalRefusal, ContinuousClock.now - last.at < LocalRefusal.degradedFor else { return nil }
+        let now = clock.instant()
+        return refusalLock.withLock {
+            guard let last = lastLocalRefusal, now - last.at < LocalRefusal.degradedFor else { return nil }
             return last.message
         }
     }

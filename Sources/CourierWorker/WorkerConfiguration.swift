@@ -1,16 +1,17 @@
 import CourierCore
+import CourierStore
 import Foundation
-import Postgres
+
 
 /// Everything a worker is told by flags or `COURIER_*` variables, with documented defaults.
 public struct WorkerConfiguration: Sendable {
     /// Where the queue lives.
-    public var database: PostgresConfiguration
+    public var database: DatabaseConfiguration
     /// Where the listener LISTENs for new jobs and cancellations, when that is not
     /// `database`: a direct connection (or a session-mode pool) beside a
     /// transaction-mode pooler. Nil listens on `database`, or polls when that is pooled
     /// (see `ListenPlacement`).
-    public var listenDatabase: PostgresConfiguration?
+    public var listenDatabase: DatabaseConfiguration?
     /// Queues to take jobs from, claimed round-robin. Default `["default"]`.
     public var queues: [String] = ["default"]
     /// Jobs run at once. Default 32.
@@ -44,7 +45,7 @@ public struct WorkerConfiguration: Sendable {
     /// `host:port` for /metrics, /healthz and /readyz; nil disables the endpoint.
     public var metricsAddress: String?
 
-    public init(database: PostgresConfiguration) {
+    public init(database: DatabaseConfiguration) {
         self.database = database
     }
 

@@ -50,6 +50,7 @@ public final class WorkerMetrics: @unchecked Sendable {
     private var rescuedRequeued = 0
     private var rescuedDeadLettered = 0
     private var refusedByConfiguration = 0
+    private var droppedAcknowledgements = 0
     private var retryDelays = Histogram(bounds: WorkerMetrics.retryDelayBounds)
 
     /// Retry delays in seconds.
@@ -80,6 +81,8 @@ public final class WorkerMetrics: @unchecked Sendable {
         public var rescuedDeadLettered: Int
         /// Jobs handed back because this worker's configuration cannot run them.
         public var refusedByConfiguration = 0
+        /// Results the database refused even one at a time, dropped (their jobs are rescued when the lease expires).
+        public var droppedAcknowledgements: Int
         public var retryDelays: Histogram
         public var retryDelayBuckets: [(le: Double, count: Int)] { retryDelays.cumulative }
         public var retryDelayCount: Int { retryDelays.count }
@@ -99,7 +102,8 @@ public final class WorkerMetrics: @unchecked Sendable {
                 claimedJobs: Int(claimBatches.sum), claimBatchSizes: claimBatches, ackFlushes: ackFlushes.count,
                 ackedJobs: ackedJobs, ackLatencySeconds: ackFlushes.sum, ackLatency: ackFlushes,
                 rescuedRequeued: rescuedRequeued, rescuedDeadLettered: rescuedDeadLettered,
-                refusedByConfiguration: refusedByConfiguration, retryDelays: retryDelays)
+                refusedByConfiguration: refusedByConfiguration,
+                droppedAcknowledgements: droppedAcknowledgements, retryDelays: retryDelays)
         }
     }
 
@@ -149,5 +153,9 @@ public final class WorkerMetrics: @unchecked Sendable {
             rescuedRequeued += requeued
             rescuedDeadLettered += deadLettered
         }
+    }
+
+    func recordDroppedAcknowledgement() {
+        lock.withLock { droppedAcknowledgements += 1 }
     }
 }

@@ -1,16 +1,16 @@
 import CourierCLI
 import CourierCore
 import CourierWorker
-import Postgres
+import CourierStore
 
 /// Reads a `WorkerConfiguration` from the parsed command line (flags, then
 /// `COURIER_*` variables, then the declared defaults).
 enum WorkerOptions {
     static func configuration(from command: ParsedCommand, environment: [String: String]) throws -> WorkerConfiguration {
-        var c = WorkerConfiguration(database: PostgresConfiguration.resolve(flag: command.value("database-url"), environment: environment))
+        var c = WorkerConfiguration(database: DatabaseConfiguration.resolve(flag: command.value("database-url"), environment: environment))
         c.database.applicationName = "jobworker"
         if let listen = command.value("listen-database-url"), !listen.isEmpty {
-            c.listenDatabase = PostgresConfiguration(connectionString: listen, applicationName: "jobworker-listen")
+            c.listenDatabase = DatabaseConfiguration(connectionString: listen, applicationName: "jobworker-listen")
         }
         c.queues = try command.list("queues")
         c.concurrency = try command.int("concurrency", range: 1...10_000) ?? c.concurrency
