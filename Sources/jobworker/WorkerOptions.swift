@@ -36,6 +36,7 @@ enum WorkerOptions {
         c.breakerPolicy.cooldownMax = try command.duration("breaker-cooldown-max", minimum: .milliseconds(100)) ?? c.breakerPolicy.cooldownMax
         c.retention = try command.duration("retention", minimum: .zero) ?? c.retention
         c.deadLetterRetention = try command.duration("dead-letter-retention", minimum: .seconds(60))
+        c.maxResponseBytes = try command.int("max-response-body", range: 0...(64 << 20)) ?? c.maxResponseBytes
         c.metricsAddress = command.value("metrics-addr")
         c.secretsDirectory = command.value("secrets-dir")
         c.allowPrivateNetworks = command.flag("allow-private-networks")
