@@ -25,6 +25,8 @@ public struct ClaimedJob: Sendable, Equatable {
     /// The previous retry delay, for decorrelated jitter.
     public var lastDelayMilliseconds: Int64?
     public var cancelRequested: Bool
+    /// When the job was enqueued (bounds how long a job no worker may send keeps coming back).
+    public var createdAt: Date?
     /// The NAME of the job's own signing secret, if it has one.
     public var signingSecret: String?
     /// The NAME of the signing secret its destination sets as a default (`courier.destinations`),
@@ -38,8 +40,9 @@ public struct ClaimedJob: Sendable, Equatable {
                 deadline: Date? = nil, destination: String, method: String = "POST", url: String?,
                 headersJSON: String = "{}", body: String? = nil, timeoutMilliseconds: Int = 30_000,
                 expectContentType: String? = nil, idempotencyKey: String? = nil, argsJSON: String? = nil,
-                lastDelayMilliseconds: Int64? = nil, cancelRequested: Bool = false, signingSecret: String? = nil,
-                destinationSigningSecret: String? = nil) {
+                lastDelayMilliseconds: Int64? = nil, cancelRequested: Bool = false, createdAt: Date? = nil,
+                signingSecret: String? = nil, destinationSigningSecret: String? = nil) {
+        self.createdAt = createdAt
         self.id = id
         self.kind = kind
         self.queue = queue
@@ -65,7 +68,7 @@ public struct ClaimedJob: Sendable, Equatable {
     static let columns = """
         j.id, j.kind, j.queue, j.attempt, j.max_attempts, j.deadline, j.destination, j.method, j.url, j.headers::text,
         j.body, j.timeout_ms, j.expect_content_type, j.idempotency_key, j.args::text, j.last_delay_ms,
-        j.cancel_requested_at is not null, j.signing_secret, sd.signing_secret
+        j.cancel_requested_at is not null, j.created_at, j.signing_secret, sd.signing_secret
         """
 
     /// The FROM list of a claim: the picked rows (`picked`, with `id` and `destination`) and
@@ -84,8 +87,8 @@ public struct ClaimedJob: Sendable, Equatable {
             body: try row.decode(10, as: String?.self), timeoutMilliseconds: try row.decode(11, as: Int.self),
             expectContentType: try row.decode(12, as: String?.self), idempotencyKey: try row.decode(13, as: String?.self),
             argsJSON: try row.decode(14, as: String?.self), lastDelayMilliseconds: try row.decode(15, as: Int64?.self),
-            cancelRequested: try row.decode(16, as: Bool.self), signingSecret: try row.decode(17, as: String?.self),
-            destinationSigningSecret: try row.decode(18, as: String?.self)
+            cancelRequested: try row.decode(16, as: Bool.self), createdAt: try row.decode(17, as: Date?.self),
+            signingSecret: try row.decode(18, as: String?.self), destinationSigningSecret: try row.decode(19, as: String?.self)
         )
     }
 }
