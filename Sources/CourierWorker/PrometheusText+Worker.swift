@@ -82,6 +82,14 @@ extension PrometheusText {
                         Sample("courier_lease_rescues_total", [("result", "requeued")], Double(m.rescuedRequeued)),
                         Sample("courier_lease_rescues_total", [("result", "dead_lettered")], Double(m.rescuedDeadLettered)),
                     ])
+        page.single("courier_schedule_runs_enqueued_total", .counter, help: "Schedule runs this worker enqueued.",
+                    Double(m.scheduleLags.count))
+        page.single("courier_schedule_runs_missed_total", .counter,
+                    help: "Schedule slots this worker did not run: missed while no worker ran (by the missed-run policy) or past their deadline.",
+                    Double(m.scheduleMissed))
+        page.family("courier_schedule_lag_seconds", .histogram, help: "Time from a schedule run's slot to its enqueue.",
+                    histogramSamples("courier_schedule_lag_seconds", buckets: m.scheduleLags.cumulative,
+                                     sum: m.scheduleLags.sum, count: m.scheduleLags.count))
         fleetFamilies(&page, sampling: sampling, now: now)
         return page.text
     }

@@ -41,6 +41,7 @@ public final class Worker: @unchecked Sendable {
     let claimSignal = ThreadSignal()
     let ackSignal = ThreadSignal()
     let maintenanceSignal = ThreadSignal()
+    let schedulerSignal = ThreadSignal()
     let outage: OutageTracker
     let finished = DispatchGroup()
     var shutdownStarted = false
@@ -103,6 +104,7 @@ public final class Worker: @unchecked Sendable {
         startThread("courier-ack", acknowledgeLoop)
         startThread("courier-maintenance", maintenanceLoop)
         startThread("courier-listen", listenLoop)
+        startThread("courier-scheduler", schedulerLoop)
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             finished.notify(queue: .global()) { continuation.resume() }
         }
@@ -121,6 +123,7 @@ public final class Worker: @unchecked Sendable {
         logger.info("shutdown requested", [("in_flight", inFlightCount), ("grace", DurationParser.format(configuration.shutdownGrace))])
         claimSignal.signal()
         maintenanceSignal.signal()
+        schedulerSignal.signal()
     }
 
     func startThread(_ name: String, _ body: @escaping @Sendable () -> Void) {

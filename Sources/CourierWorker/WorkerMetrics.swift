@@ -50,12 +50,16 @@ public final class WorkerMetrics: @unchecked Sendable {
     private var rescuedRequeued = 0
     private var rescuedDeadLettered = 0
     private var retryDelays = Histogram(bounds: WorkerMetrics.retryDelayBounds)
+    private var scheduleLags = Histogram(bounds: WorkerMetrics.scheduleLagBounds)
+    private var scheduleMissed = 0
 
     /// Retry delays in seconds.
     public static let retryDelayBounds: [Double] = [1, 5, 15, 60, 300, 900, 3600]
     /// Jobs per non-empty claim.
     public static let claimBatchBounds: [Double] = [1, 2, 5, 10, 20, 50, 100, 200, 500]
     /// Seconds one acknowledgement flush (one batch write) took.
+    /// Seconds from a schedule's slot to the enqueue of its run.
+    public static let scheduleLagBounds: [Double] = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 60]
     public static let ackLatencyBounds: [Double] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10]
 
     public init() {}
@@ -78,6 +82,10 @@ public final class WorkerMetrics: @unchecked Sendable {
         public var rescuedRequeued: Int
         public var rescuedDeadLettered: Int
         public var retryDelays: Histogram
+        /// Schedule runs this worker enqueued (the count) and their lag from slot to enqueue.
+        public var scheduleLags = Histogram(bounds: WorkerMetrics.scheduleLagBounds)
+        /// Schedule slots this worker did not run, by the missed-run policy.
+        public var scheduleMissed = 0
         public var retryDelayBuckets: [(le: Double, count: Int)] { retryDelays.cumulative }
         public var retryDelayCount: Int { retryDelays.count }
         public var retryDelaySum: Double { retryDelays.sum }
@@ -95,7 +103,8 @@ public final class WorkerMetrics: @unchecked Sendable {
                 retries: retries, deadLettersByReason: deadLettersByReason, claimBatches: claimBatches.count,
                 claimedJobs: Int(claimBatches.sum), claimBatchSizes: claimBatches, ackFlushes: ackFlushes.count,
                 ackedJobs: ackedJobs, ackLatencySeconds: ackFlushes.sum, ackLatency: ackFlushes,
-                rescuedRequeued: rescuedRequeued, rescuedDeadLettered: rescuedDeadLettered, retryDelays: retryDelays)
+                rescuedRequeued: rescuedRequeued, rescuedDeadLettered: rescuedDeadLettered, retryDelays: retryDelays,
+                scheduleLags: scheduleLags, scheduleMissed: scheduleMissed)
         }
     }
 
@@ -140,6 +149,13 @@ public final class WorkerMetrics: @unchecked Sendable {
         lock.withLock {
             rescuedRequeued += requeued
             rescuedDeadLettered += deadLettered
+        }
+    }
+
+    func recordScheduleRuns(lags: [Double], missed: Int) {
+        lock.withLock {
+            for lag in lags { scheduleLags.observe(lag) }
+            scheduleMissed += missed
         }
     }
 }
