@@ -148,6 +148,14 @@ public struct CronExpression: Sendable, Equatable, CustomStringConvertible {
 
     // MARK: - Matching in wall-clock time
 
+    /// Whether the hour field allows every hour.
+    public var runsEveryHour: Bool { hours & 0xFF_FFFF == 0xFF_FFFF }
+
+    /// Whether a wall-clock time of day matches the minute and hour fields.
+    public func matchesTimeOfDay(hour: Int, minute: Int) -> Bool {
+        hours >> hour & 1 == 1 && minutes >> minute & 1 == 1
+    }
+
     /// Whether the calendar day matches the day-of-month, month and day-of-week fields.
     func matches(year: Int, month: Int, day: Int, weekday: Int) -> Bool {
         guard months >> month & 1 == 1 else { return false }
