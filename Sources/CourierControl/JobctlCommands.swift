@@ -21,7 +21,8 @@ public enum JobctlCommands {
             unknown id.
             """,
         arguments: [databaseURL],
-        subcommands: [migrate, enqueue, list, show, cancel, stats, dead, breakers, breaker, queues, queue, workers, devdb]
+        subcommands: [migrate, enqueue, list, show, cancel, stats, dead, breakers, breaker, queues, queue, schedules, schedule,
+                      workers, devdb]
     )
 
     // MARK: - Shared arguments

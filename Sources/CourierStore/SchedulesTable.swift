@@ -102,12 +102,21 @@ public enum SchedulesTable {
     }
 
     /// Counts for `jobctl stats`: all schedules, paused ones, and ones that cannot run.
-    public static func counts(on connection: PostgresConnection) throws -> (total: Int, paused: Int, failing: Int) {
+    public struct Counts: Sendable, Equatable {
+        public var total: Int
+        public var paused: Int
+        public var failing: Int
+        /// `total`, `paused`, `failing` by name.
+        public var dictionary: [String: Int] { ["total": total, "paused": paused, "failing": failing] }
+    }
+
+    public static func counts(on connection: PostgresConnection) throws -> Counts {
         let row = try connection.query("""
             select count(*)::bigint, count(*) filter (where paused)::bigint, count(*) filter (where last_error is not null)::bigint
             from courier.schedules
             """).rows[0]
-        return (Int(try row.decode(0, as: Int64.self)), Int(try row.decode(1, as: Int64.self)), Int(try row.decode(2, as: Int64.self)))
+        return Counts(total: Int(try row.decode(0, as: Int64.self)), paused: Int(try row.decode(1, as: Int64.self)),
+                      failing: Int(try row.decode(2, as: Int64.self)))
     }
 
     // MARK: - The scheduler's transaction
