@@ -1,18 +1,18 @@
 import CourierCore
 import CourierStore
 import Foundation
-import Postgres
 
 /// The scheduler service: enqueues the due runs of `courier.schedules`.
 ///
-/// Every worker runs one; none owns the schedules. A pass takes one due schedule at a
-/// time, in its own transaction: it locks the row (`FOR UPDATE SKIP LOCKED`, so workers
-/// never wait on each other), plans the slots with ``SchedulePlan`` (the missed-run
-/// policy), enqueues each run's job with the idempotency key `schedule:<name>:<slot>`,
-/// records the run in `courier.schedule_runs` (whose primary key refuses a slot twice) and
-/// advances `next_run`. A worker killed half-way commits nothing; the row lock goes with
-/// its connection, so another worker takes the schedule at its next pass.
-public final class Scheduler: @unchecked Sendable {
+/// Every worker runs one; none owns the schedules: no leader, no lease. A pass takes
+/// one due schedule at a time, each in its own transaction (`SchedulesTable.runNextDue`):
+/// it locks the row with `FOR UPDATE SKIP LOCKED` (workers never wait on each other),
+/// plans the slots with ``SchedulePlan`` (the missed-run policy), enqueues each run's
+/// job with the idempotency key `schedule:<name>:<slot>`, records the run (a slot can
+/// be recorded once) and advances `next_run`. A worker killed half-way commits nothing;
+/// the row lock goes with its connection, so another worker takes the schedule at its
+/// next pass.
+public final class Scheduler: WorkerService, @unchecked Sendable {
     /// How the scheduler paces itself, with documented defaults.
     public struct Configuration: Sendable, Equatable {
         /// The longest sleep between passes; a pass also wakes at the earliest next run. Default 1 s.
@@ -20,7 +20,7 @@ public final class Scheduler: @unchecked Sendable {
         /// Slots at most this late are on time and always run; older due slots were missed
         /// (all workers were down) and the schedule's `missed` policy decides. Default 10 s.
         public var lateTolerance: Duration = .seconds(10)
-        /// The most schedules one pass handles before sleeping. Default 100.
+        /// The most schedules one pass handles before the next. Default 100.
         public var schedulesPerPass = 100
         /// Whether the worker runs the scheduler at all. Default true.
         public var enabled = true
@@ -32,7 +32,7 @@ public final class Scheduler: @unchecked Sendable {
     public struct PassReport: Sendable, Equatable {
         /// Runs enqueued.
         public var enqueued = 0
-        /// Slots not run by policy (or whose deadline had passed).
+        /// Slots not run by policy, or whose deadline had passed.
         public var missed = 0
         /// Schedules whose first next run was computed.
         public var initialized = 0
@@ -45,121 +45,83 @@ public final class Scheduler: @unchecked Sendable {
         public var now: Date = .distantPast
     }
 
+    let name = "courier-scheduler"
     public let configuration: Configuration
-    let logger: Logger
-    let metrics: WorkerMetrics
+    private let session: StoreSession
+    private let logger: Logger
+    private let metrics: WorkerMetrics
+    private let mayRun: @Sendable () -> Bool
 
-    public init(configuration: Configuration = Configuration(), logger: Logger, metrics: WorkerMetrics = WorkerMetrics()) {
+    /// - Parameter mayRun: false while the schema lacks a migration the worker needs (no pass then).
+    init(configuration: Configuration, session: StoreSession, logger: Logger, metrics: WorkerMetrics,
+         mayRun: @escaping @Sendable () -> Bool = { true }) {
         self.configuration = configuration
+        self.session = session
         self.logger = logger
         self.metrics = metrics
+        self.mayRun = mayRun
     }
 
     /// One pass over the due schedules. `now` nil uses the database's clock (production);
-    /// tests pass a time to replay outages without waiting.
+    /// tests pass a time to replay an outage without waiting. Nil when the database failed.
     @discardableResult
-    public func runOnce(now: Date? = nil, on connection: PostgresConnection) throws -> PassReport {
-        var report = PassReport()
-        var handled = 0
-        while handled < configuration.schedulesPerPass {
-            guard try runOne(now: now, on: connection, into: &report) else { break }
-            handled += 1
+    public func pass(now: Date? = nil) -> PassReport? {
+        let result = session.run { store -> PassReport in
+            var report = PassReport()
+            var handled = 0
+            while handled < self.configuration.schedulesPerPass,
+                  let pass = try store.schedulesRunNextDue(now: now, lateTolerance: self.configuration.lateTolerance) {
+                handled += 1
+                self.record(pass, into: &report)
+            }
+            report.more = handled == self.configuration.schedulesPerPass
+            let earliest = try store.schedulesEarliestNextRun(now: now)
+            report.nextDue = earliest.next
+            report.now = earliest.now
+            return report
         }
-        report.more = handled == configuration.schedulesPerPass
-        let earliest = try SchedulesTable.earliestNextRun(now: now, on: connection)
-        report.nextDue = earliest.next
-        report.now = earliest.now
+        guard case .success(let report) = result else { return nil }
         return report
     }
 
-    /// Handles one due schedule; false when none is due.
-    private func runOne(now: Date?, on connection: PostgresConnection, into report: inout PassReport) throws -> Bool {
-        var failedName: String?
-        var failure = ""
-        do {
-            let outcome = try connection.withTransaction { tx -> Bool in
-                guard let (schedule, current) = try SchedulesTable.claimDue(now: now, on: tx) else { return false }
-                failedName = schedule.name
-                let rule: ScheduleRule
-                let template: ScheduleTemplate
-                do {
-                    rule = try schedule.rule()
-                    template = try ScheduleTemplate(json: schedule.template)
-                } catch let error as ValidationError {
-                    try SchedulesTable.fail(schedule.name, error: error.description, on: tx)
-                    logger.error("schedule cannot run; fix it with jobctl schedule update", [
-                        ("schedule", schedule.name), ("error", error.description)])
-                    report.failed += 1
-                    return true
-                }
-                guard let stored = schedule.nextRun else {
-                    try SchedulesTable.advance(schedule.name, nextRun: rule.next(after: current), on: tx)
-                    report.initialized += 1
-                    return true
-                }
-                let plan = SchedulePlan.make(rule: rule, nextRun: stored, now: current, policy: schedule.missed,
-                                             tolerance: configuration.lateTolerance)
-                var lags: [Double] = []
-                var expired = 0
-                for slot in plan.runs {
-                    if let within = template.withinMilliseconds,
-                       slot.addingTimeInterval(Double(within) / 1000) <= max(current, slot) {
-                        expired += 1   // its deadline passed before it could be enqueued
-                        continue
-                    }
-                    let job = try template.enqueue(schedule: schedule.name, slot: slot, on: tx)
-                    try SchedulesTable.recordRun(schedule: schedule.name, slot: slot, jobID: job, on: tx)
-                    let lag = max(0, current.timeIntervalSince(slot))
-                    lags.append(lag)
-                    logger.debug("schedule run enqueued", [
-                        ("schedule", schedule.name), ("slot", Timestamp.format(slot)), ("job", job),
-                        ("queue", template.queue), ("lag_ms", Int(lag * 1000))])
-                }
-                try SchedulesTable.advance(schedule.name, nextRun: plan.nextRun, on: tx)
-                for slot in plan.missedSample {
-                    logger.info("schedule slot missed", [
-                        ("schedule", schedule.name), ("slot", Timestamp.format(slot)), ("policy", schedule.missed.rawValue)])
-                }
-                if plan.missedCount > plan.missedSample.count {
-                    logger.info("schedule slots missed", [
-                        ("schedule", schedule.name), ("count", plan.missedCount), ("policy", schedule.missed.rawValue),
-                        ("logged", plan.missedSample.count)])
-                }
-                if expired > 0 {
-                    logger.info("schedule runs skipped: their deadline passed", [("schedule", schedule.name), ("count", expired)])
-                }
-                report.enqueued += lags.count
-                report.missed += plan.missedCount + expired
-                metrics.recordScheduleRuns(lags: lags, missed: plan.missedCount + expired)
-                return true
-            }
-            return outcome
-        } catch let error as PostgresError where error.sqlState.map({ $0.hasPrefix("22") || $0.hasPrefix("23") }) ?? false {
-            // The database refused the run's job (a template added through SQL with a bad
-            // value): nothing was enqueued; mark the schedule so it is not retried every pass.
-            guard let name = failedName else { throw error }
-            failure = "the job was refused: \(error.message)"
-            try SchedulesTable.fail(name, error: failure, on: connection)
-            logger.error("schedule cannot run; fix it with jobctl schedule update", [("schedule", name), ("error", failure)])
+    private func record(_ pass: SchedulesTable.Pass, into report: inout PassReport) {
+        if let failure = pass.failure {
             report.failed += 1
-            return true
+            logger.error("schedule cannot run; fix it with jobctl schedule update", [("schedule", pass.schedule), ("error", failure)])
+            return
         }
+        if pass.initialized { report.initialized += 1 }
+        for run in pass.enqueued {
+            logger.debug("schedule run enqueued", [
+                ("schedule", pass.schedule), ("slot", Timestamp.format(run.slot)), ("job", run.jobID),
+                ("queue", pass.queue), ("lag_ms", Int(run.lag * 1000))])
+        }
+        for slot in pass.missedSample {
+            logger.info("schedule slot missed", [
+                ("schedule", pass.schedule), ("slot", Timestamp.format(slot)), ("policy", pass.policy.rawValue)])
+        }
+        if pass.missedCount > pass.missedSample.count {
+            // One line per missed slot up to ten, then one line with the count.
+            logger.info("schedule slots missed", [
+                ("schedule", pass.schedule), ("count", pass.missedCount), ("policy", pass.policy.rawValue),
+                ("logged", pass.missedSample.count)])
+        }
+        if pass.expired > 0 {
+            logger.info("schedule runs skipped: their deadline passed", [("schedule", pass.schedule), ("count", pass.expired)])
+        }
+        report.enqueued += pass.enqueued.count
+        report.missed += pass.missedCount + pass.expired
+        metrics.recordScheduleRuns(lags: pass.enqueued.map(\.lag), missed: pass.missedCount + pass.expired)
     }
 
-    /// The service loop: a pass, then sleep until the earliest next run (at most the poll
-    /// interval) or until `wake` is signalled. Runs no pass while `mayRun` is false.
-    func run(session: DatabaseSession, isStopping: () -> Bool, mayRun: () -> Bool, wake: ThreadSignal) {
-        while !isStopping() {
-            var sleep = configuration.pollInterval
-            if mayRun(), case .success(let report) = session.run({ try self.runOnce(on: $0) }) {
-                if report.more {
-                    sleep = .zero
-                } else if let next = report.nextDue {
-                    let until = Duration(timeInterval: next.timeIntervalSince(report.now))
-                    sleep = min(sleep, max(.milliseconds(5), until))
-                }
-            }
-            if sleep > .zero { wake.wait(timeout: sleep) }
-        }
+    /// A pass, then sleep until the earliest next run, at most the poll interval.
+    func runOnce(now: ContinuousClock.Instant) -> Duration {
+        guard mayRun(), let report = pass() else { return configuration.pollInterval }
+        if report.more { return .zero }
+        guard let next = report.nextDue else { return configuration.pollInterval }
+        let until = Duration(timeInterval: next.timeIntervalSince(report.now))
+        return min(configuration.pollInterval, max(.milliseconds(5), until))
     }
+
+    func finish() { session.close() }
 }

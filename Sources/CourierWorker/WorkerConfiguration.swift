@@ -1,11 +1,12 @@
 import CourierCore
+import CourierStore
 import Foundation
-import Postgres
+
 
 /// Everything a worker is told by flags or `COURIER_*` variables, with documented defaults.
 public struct WorkerConfiguration: Sendable {
     /// Where the queue lives.
-    public var database: PostgresConfiguration
+    public var database: DatabaseConfiguration
     /// Queues to take jobs from, claimed round-robin. Default `["default"]`.
     public var queues: [String] = ["default"]
     /// Jobs run at once. Default 32.
@@ -41,7 +42,7 @@ public struct WorkerConfiguration: Sendable {
     /// The scheduler service (periodic jobs of `courier.schedules`); see ``Scheduler/Configuration``.
     public var scheduler = Scheduler.Configuration()
 
-    public init(database: PostgresConfiguration) {
+    public init(database: DatabaseConfiguration) {
         self.database = database
     }
 

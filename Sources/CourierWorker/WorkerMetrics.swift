@@ -49,6 +49,7 @@ public final class WorkerMetrics: @unchecked Sendable {
     private var ackedJobs = 0
     private var rescuedRequeued = 0
     private var rescuedDeadLettered = 0
+    private var droppedAcknowledgements = 0
     private var retryDelays = Histogram(bounds: WorkerMetrics.retryDelayBounds)
     private var scheduleLags = Histogram(bounds: WorkerMetrics.scheduleLagBounds)
     private var scheduleMissed = 0
@@ -81,6 +82,8 @@ public final class WorkerMetrics: @unchecked Sendable {
         public var ackLatency: Histogram
         public var rescuedRequeued: Int
         public var rescuedDeadLettered: Int
+        /// Results the database refused even one at a time, dropped (their jobs are rescued when the lease expires).
+        public var droppedAcknowledgements: Int
         public var retryDelays: Histogram
         /// Schedule runs this worker enqueued (the count) and their lag from slot to enqueue.
         public var scheduleLags = Histogram(bounds: WorkerMetrics.scheduleLagBounds)
@@ -103,7 +106,8 @@ public final class WorkerMetrics: @unchecked Sendable {
                 retries: retries, deadLettersByReason: deadLettersByReason, claimBatches: claimBatches.count,
                 claimedJobs: Int(claimBatches.sum), claimBatchSizes: claimBatches, ackFlushes: ackFlushes.count,
                 ackedJobs: ackedJobs, ackLatencySeconds: ackFlushes.sum, ackLatency: ackFlushes,
-                rescuedRequeued: rescuedRequeued, rescuedDeadLettered: rescuedDeadLettered, retryDelays: retryDelays,
+                rescuedRequeued: rescuedRequeued, rescuedDeadLettered: rescuedDeadLettered,
+                droppedAcknowledgements: droppedAcknowledgements, retryDelays: retryDelays,
                 scheduleLags: scheduleLags, scheduleMissed: scheduleMissed)
         }
     }
@@ -150,6 +154,10 @@ public final class WorkerMetrics: @unchecked Sendable {
             rescuedRequeued += requeued
             rescuedDeadLettered += deadLettered
         }
+    }
+
+    func recordDroppedAcknowledgement() {
+        lock.withLock { droppedAcknowledgements += 1 }
     }
 
     func recordScheduleRuns(lags: [Double], missed: Int) {

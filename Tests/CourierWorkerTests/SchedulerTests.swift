@@ -1,12 +1,12 @@
 import CourierCore
 import CourierStore
 import CourierTestSupport
-import CourierWorker
+@testable import CourierWorker
 import Foundation
 import Postgres
 import Testing
 
-/// The scheduler service's passes, driven with an injected clock (`runOnce(now:)`), so an
+/// The scheduler service's passes, driven with an injected clock (`pass(now:)`, which `runOnce(now:)` calls with the database clock), so an
 /// outage of an hour takes no time.
 @Suite struct SchedulerTests {
     static func utc(_ text: String) -> Date { try! Date(text, strategy: Date.ISO8601FormatStyle()) }
@@ -15,8 +15,10 @@ import Testing
         #"{"url": "https://hooks.example.com/\#(path)", "method": "POST"}"#
     }
 
-    func scheduler(_ logs: LogCapture, _ metrics: WorkerMetrics = WorkerMetrics()) -> Scheduler {
-        Scheduler(logger: Logger(level: .debug, sink: { logs.append($0) }), metrics: metrics)
+    func scheduler(_ database: TestDatabase, _ logs: LogCapture, _ metrics: WorkerMetrics = WorkerMetrics()) -> Scheduler {
+        Scheduler(configuration: Scheduler.Configuration(),
+                  session: StoreSession(configuration: DatabaseConfiguration(connectionString: database.url), pause: { _ in }),
+                  logger: Logger(level: .debug, sink: { logs.append($0) }), metrics: metrics)
     }
 
     func count(_ db: PostgresConnection, _ query: PostgresQuery) throws -> Int {
@@ -24,7 +26,7 @@ import Testing
     }
 
     @Test func missedPoliciesAfterAFullStop() throws {
-        try CourierTestDatabase.with { _, db in
+        try CourierTestDatabase.with { database, db in
             for policy in MissedRunPolicy.allCases {
                 var schedule = SchedulesTable.Schedule(name: "every-minute-\(policy.rawValue)", everySeconds: 60,
                                                        template: Self.httpTemplate(policy.rawValue))
@@ -33,15 +35,15 @@ import Testing
             }
             let logs = LogCapture()
             let metrics = WorkerMetrics()
-            let scheduler = scheduler(logs, metrics)
+            let scheduler = scheduler(database, logs, metrics)
             // First sight: each schedule gets its next run, nothing is enqueued.
-            let first = try scheduler.runOnce(now: Self.utc("2030-01-01T00:00:30Z"), on: db)
+            let first = try #require(scheduler.pass(now: Self.utc("2030-01-01T00:00:30Z")))
             #expect(first.initialized == 3 && first.enqueued == 0)
             #expect(first.nextDue == Self.utc("2030-01-01T00:01:00Z"))
 
             // Every worker was down until 01:00:30: slots 00:01 ... 01:00 (60) are more than 10 s late.
             let stopEnd = Self.utc("2030-01-01T01:00:30Z")
-            let pass = try scheduler.runOnce(now: stopEnd, on: db)
+            let pass = try #require(scheduler.pass(now: stopEnd))
             #expect(pass.enqueued == 61, "one: 1, all: 60, skip: 0")
             #expect(pass.missed == 60 + 59)
             func jobs(_ name: String) throws -> [String] {
@@ -59,7 +61,7 @@ import Testing
             #expect(try count(db, "select count(*)::bigint from courier.schedule_runs") == 61)
 
             // The same pass again (another worker, the same moment) adds nothing.
-            let again = try scheduler.runOnce(now: stopEnd, on: db)
+            let again = try #require(scheduler.pass(now: stopEnd))
             #expect(again.enqueued == 0 && again.missed == 0)
             #expect(try count(db, "select count(*)::bigint from courier.jobs") == 61)
 
@@ -73,34 +75,34 @@ import Testing
     }
 
     @Test func onTimeSlotsRunPauseStopsAndResumeDoesNotCatchUp() throws {
-        try CourierTestDatabase.with { _, db in
+        try CourierTestDatabase.with { database, db in
             try SchedulesTable.add(SchedulesTable.Schedule(name: "tick", everySeconds: 1, template: Self.httpTemplate("tick")), on: db)
-            let scheduler = scheduler(LogCapture())
-            try scheduler.runOnce(now: Self.utc("2030-01-01T00:00:00Z"), on: db)
+            let scheduler = scheduler(database, LogCapture())
+            try #require(scheduler.pass(now: Self.utc("2030-01-01T00:00:00Z")))
             // Three slots due, at most 2 s late: all run, even with missed = skip's sibling default.
-            let pass = try scheduler.runOnce(now: Self.utc("2030-01-01T00:00:03Z"), on: db)
+            let pass = try #require(scheduler.pass(now: Self.utc("2030-01-01T00:00:03Z")))
             #expect(pass.enqueued == 3 && pass.missed == 0)
 
             #expect(try SchedulesTable.setPaused("tick", true, on: db))
-            let paused = try scheduler.runOnce(now: Self.utc("2030-01-01T00:10:00Z"), on: db)
+            let paused = try #require(scheduler.pass(now: Self.utc("2030-01-01T00:10:00Z")))
             #expect(paused.enqueued == 0 && paused.missed == 0)
             #expect(try SchedulesTable.setPaused("tick", false, on: db))
-            let resumed = try scheduler.runOnce(now: Self.utc("2030-01-01T00:20:00Z"), on: db)
+            let resumed = try #require(scheduler.pass(now: Self.utc("2030-01-01T00:20:00Z")))
             #expect(resumed.enqueued == 0 && resumed.initialized == 1, "a resumed schedule starts from its next slot")
-            let next = try scheduler.runOnce(now: Self.utc("2030-01-01T00:20:01Z"), on: db)
+            let next = try #require(scheduler.pass(now: Self.utc("2030-01-01T00:20:01Z")))
             #expect(next.enqueued == 1)
             #expect(try count(db, "select count(*)::bigint from courier.jobs") == 4)
         }
     }
 
     @Test func handlerJobsDeadlinesAndRunHistory() throws {
-        try CourierTestDatabase.with { _, db in
+        try CourierTestDatabase.with { database, db in
             try SchedulesTable.add(SchedulesTable.Schedule(
                 name: "report", cron: "0 * * * *",
                 template: #"{"kind": "report.build", "args": {"day": 1}, "queue": "reports", "within_ms": 600000}"#), on: db)
-            let scheduler = scheduler(LogCapture())
-            try scheduler.runOnce(now: Self.utc("2030-01-01T09:59:00Z"), on: db)
-            #expect(try scheduler.runOnce(now: Self.utc("2030-01-01T10:00:01Z"), on: db).enqueued == 1)
+            let scheduler = scheduler(database, LogCapture())
+            try #require(scheduler.pass(now: Self.utc("2030-01-01T09:59:00Z")))
+            #expect(try #require(scheduler.pass(now: Self.utc("2030-01-01T10:00:01Z"))).enqueued == 1)
             let row = try db.query("""
                 select kind, args::text, queue, run_at, deadline, idempotency_key from courier.jobs
                 """).rows[0]
@@ -117,24 +119,24 @@ import Testing
     }
 
     @Test func aScheduleThatCannotRunIsMarkedAndSkipped() throws {
-        try CourierTestDatabase.with { _, db in
+        try CourierTestDatabase.with { database, db in
             // Added through SQL, which leaves the cron grammar to the workers.
             try db.query("select courier.schedule_add('typo', cron => '61 * * * *', template => '{\"url\": \"https://x.example.com/\"}')")
             try db.query("select courier.schedule_add('bad-url', every => interval '1 minute', template => '{\"url\": \"ftp://x\"}')")
             let logs = LogCapture()
-            let scheduler = scheduler(logs)
-            let pass = try scheduler.runOnce(now: Self.utc("2030-01-01T00:00:00Z"), on: db)
+            let scheduler = scheduler(database, logs)
+            let pass = try #require(scheduler.pass(now: Self.utc("2030-01-01T00:00:00Z")))
             #expect(pass.failed == 2)
             let errors = try db.query("select name, last_error from courier.schedules order by name").rows.map {
                 "\(try $0.decode(0, as: String.self)): \(try $0.decode(1, as: String.self))"
             }
             #expect(errors[0].hasPrefix("bad-url: url:"), "\(errors)")
             #expect(errors[1].hasPrefix("typo: cron: minute field: 61 is out of range"), "\(errors)")
-            #expect(try scheduler.runOnce(now: Self.utc("2030-01-01T00:05:00Z"), on: db).failed == 0, "not retried every pass")
+            #expect(try #require(scheduler.pass(now: Self.utc("2030-01-01T00:05:00Z"))).failed == 0, "not retried every pass")
             #expect(logs.all.contains { $0.contains("schedule cannot run") && $0.contains("typo") })
             // An update clears the error; the next pass computes the next run.
             #expect(try SchedulesTable.update("typo", cron: "1 * * * *", on: db))
-            #expect(try scheduler.runOnce(now: Self.utc("2030-01-01T00:05:00Z"), on: db).initialized == 1)
+            #expect(try #require(scheduler.pass(now: Self.utc("2030-01-01T00:05:00Z"))).initialized == 1)
         }
     }
 }
