@@ -129,6 +129,14 @@ public struct ScheduleTemplate: Sendable, Equatable {
         return job
     }
 
+    /// The `courier.enqueue` fields ``json`` writes for an HTTP job. Every NDJSON field but
+    /// ``runFields`` must be here (a test holds the two lists together), or a field added to
+    /// `courier.enqueue` would be dropped from schedules.
+    public static let httpFields: Set<String> = [
+        "url", "method", "headers", "body", "queue", "priority", "max_attempts", "unique_key", "destination",
+        "timeout_ms", "expect_content_type",
+    ]
+
     /// The template as the JSON object stored in the database, keys sorted.
     public var json: String {
         var fields: [(String, String)] = []

@@ -68,6 +68,16 @@ import Testing
             let snapshot = metrics.snapshot()
             #expect(snapshot.scheduleLags.count == 61)
             #expect(snapshot.scheduleMissed == 119)
+            let state = PrometheusText.WorkerState(workerID: "w", version: "v", concurrency: 1, inFlight: 0,
+                                                   stopping: false, databaseReachable: true)
+            let page = try MetricsExposition(parsing: PrometheusText.workerPage(metrics: snapshot, state: state, sampling: .init()))
+            try page.checkConventions()
+            #expect(page.value("courier_schedule_runs_enqueued_total") == 61)
+            #expect(page.value("courier_schedule_runs_missed_total") == 119)
+            #expect(page.value("courier_schedule_lag_seconds_count") == 61)
+            // Replayed after the stop: only the two runs of slot 01:00 (one and all) are 30 s late, the rest over a minute.
+            #expect(page.value("courier_schedule_lag_seconds_bucket", ["le": "60"]) == 2)
+            #expect(page.value("courier_schedule_lag_seconds_bucket", ["le": "10"]) == 0)
             let lines = logs.all
             #expect(lines.filter { $0.contains("schedule run enqueued") && $0.contains("level=debug") }.count == 61)
             #expect(lines.contains { $0.contains("schedule slot missed") && $0.contains("level=info") && $0.contains("every-minute-skip") })
