@@ -104,26 +104,23 @@ extension Worker {
                                   maxAttempts: job.maxAttempts, deadline: job.deadline,
                                   previousDelay: job.lastDelayMilliseconds.map { .milliseconds($0) })
         var effective = classification
-        let decision: JobDecision
+        let interruption: RetryDecider.Interruption?
         if cancelledByOperator {
+            interruption = .cancelledByOperator
             effective.errorClass = .cancelled
             effective.message = "cancelled by an operator while running: " + classification.message
-            decision = .deadLetter(.cancelled)
         } else if abortedByShutdown {
+            interruption = .abortedAtShutdown
             // The request was aborted mid-flight: it may have been delivered.
             effective.errorClass = .cancelled
             effective.message = "aborted at shutdown after the grace period; the request may have been sent"
-            if !facts.isSafeToRepeat {
-                decision = .deadLetter(.ambiguous)
-            } else if job.attempt >= job.maxAttempts {
-                decision = .deadLetter(.exhausted)
-            } else {
-                decision = .retry(at: clock.now(), delay: .zero, destinationNotBefore: nil)
-            }
         } else {
-            let policy = settings.policy(for: job.queue)
-            let now = clock.now()
-            decision = withRandom { RetryDecider.decide(classification, job: facts, policy: policy, now: now, rng: &$0) }
+            interruption = nil
+        }
+        let policy = settings.policy(for: job.queue)
+        let now = clock.now()
+        let decision = withRandom {
+            RetryDecider.decide(classification, job: facts, policy: policy, now: now, interruption: interruption, rng: &$0)
         }
         let error = attemptJSON(job, effective, startedAt: startedAt, durationMs: durationMs)
         switch decision {
