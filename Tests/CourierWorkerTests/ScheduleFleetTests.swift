@@ -12,15 +12,6 @@ import Testing
          "--shutdown-grace", "2s", "--log-level", "debug"]
     }
 
-    func eventually(timeout: Duration, _ condition: () throws -> Bool) async throws -> Bool {
-        let end = ContinuousClock.now + timeout
-        while ContinuousClock.now < end {
-            if try condition() { return true }
-            try await Task.sleep(for: .milliseconds(100))
-        }
-        return try condition()
-    }
-
     @Test func oneJobPerSlotThroughKillsAndNothingAfterPause() async throws {
         let database = try CourierTestDatabase.create()
         defer { try? database.drop() }
