@@ -183,3 +183,12 @@ language sql volatile as $$
     with removed as (delete from courier.schedules s where s.name = schedule_remove.name returning 1)
     select exists (select 1 from removed)
 $$;
+
+-- PostgreSQL's global default lets PUBLIC execute new functions, and a per-schema default
+-- (0006) cannot take that away: as 0006 did for the functions before it, nobody but the
+-- owner, courier_worker and courier_admin (0006's defaults) may call these.
+revoke execute on function courier.schedule_check(text, text, interval, text, jsonb),
+    courier.schedule_add(text, jsonb, text, interval, text, text, boolean),
+    courier.schedule_update(text, jsonb, text, interval, text, text),
+    courier.schedule_pause(text), courier.schedule_resume(text), courier.schedule_remove(text)
+    from public;

@@ -72,7 +72,7 @@ import Testing
         }
     }
 
-    @Test(arguments: [
+    static let badInputs: [([String], String)] = [
         (["--cron", "61 * * * *"], "--cron: minute field"),
         (["--cron", "* * *"], "--cron: expected 5 fields"),
         (["--cron", "*/0 * * * *"], "--cron: minute field: step must be at least 1"),
@@ -92,14 +92,18 @@ import Testing
         (["--every", "1m", "--kind", "a.b", "--args", "[1]"], "--args"),
         (["--every", "1m", "--kind", "a.b", "--method", "GET"], "--method"),
         (["--every", "1m", "--url", "https://x.example.com/", "--priority", "40000"], "--priority"),
-    ])
-    func badInputIsRefusedNamingTheFlag(arguments: [String], field: String) throws {
+    ]
+
+    /// Each bad flag value exits 2 naming the flag, and adds nothing (one database for all cases).
+    @Test func badInputIsRefusedNamingTheFlag() throws {
         try ControlFixture.with { fixture throws in
-            var args = ["schedule", "add", "s1"] + arguments
-            if !arguments.contains("--url") && !arguments.contains("--kind") { args += ["--url", "https://x.example.com/"] }
-            let result = fixture.run(args)
-            #expect(result.status == 2, "\(result)")
-            #expect(result.err.contains(field), "\(result)")
+            for (arguments, field) in Self.badInputs {
+                var args = ["schedule", "add", "s1"] + arguments
+                if !arguments.contains("--url") && !arguments.contains("--kind") { args += ["--url", "https://x.example.com/"] }
+                let result = fixture.run(args)
+                #expect(result.status == 2, "\(arguments): \(result)")
+                #expect(result.err.contains(field), "\(arguments): \(result)")
+            }
             #expect(try fixture.int("select count(*)::bigint from courier.schedules") == 0, "nothing was added")
         }
     }
