@@ -30,7 +30,7 @@ extension Worker {
         if let deadline = job.deadline, deadline <= startedAt {
             classification = Classification(succeeded: false, errorClass: nil, message: "the deadline passed before the attempt",
                                             mayHaveBeenDelivered: false, retryable: false)
-            acknowledge(.deadLetter(.init(id: job.id, attempt: job.attempt, reason: DeadLetterReason.deadline.rawValue,
+            acknowledge(.deadLetter(.init(id: job.id, attempt: job.attempt, reason: .deadline,
                                           errorJSON: nil, lastClass: nil, lastStatus: nil)))
             if let generation = entry.probeGeneration {
                 // Nothing was sent: the probe says nothing about the destination.
@@ -137,8 +137,8 @@ extension Worker {
             claimer.noteRetry(due: clock.instant() + delay)
             logJob(job, "attempt failed; retrying", effective, [("retry_in", DurationParser.format(delay))])
         case .deadLetter(let reason):
-            acknowledge(.deadLetter(.init(id: job.id, attempt: job.attempt, reason: reason.rawValue, errorJSON: error,
-                                          lastClass: effective.errorClass?.rawValue, lastStatus: effective.status)))
+            acknowledge(.deadLetter(.init(id: job.id, attempt: job.attempt, reason: reason, errorJSON: error,
+                                          lastClass: effective.errorClass, lastStatus: effective.status)))
             metrics.recordDeadLetter(reason: reason)
             logJob(job, "job dead-lettered", effective, [("reason", reason.rawValue)])
         }

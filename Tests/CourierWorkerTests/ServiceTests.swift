@@ -30,8 +30,8 @@ import Testing
                                       jitter: { 1 }, clock: { .now })
             completer.append(.success(.init(id: first, attempt: 1, status: 200, durationMilliseconds: 1)))
             // Its error entry is not JSON: the database refuses it, and with it the batch.
-            completer.append(.deadLetter(.init(id: second, attempt: 1, reason: "permanent", errorJSON: "{not json",
-                                               lastClass: "client", lastStatus: 400)))
+            completer.append(.deadLetter(.init(id: second, attempt: 1, reason: .permanent, errorJSON: "{not json",
+                                               lastClass: .client, lastStatus: 400)))
             let later = ContinuousClock.now + .seconds(1)
             for _ in 0..<completer.configuration.triesBeforeSplit {
                 _ = completer.runOnce(now: later)
@@ -85,6 +85,38 @@ import Testing
             #expect(holder.cancelled == [job])
             heartbeater.finish()
             #expect(try WorkersTable.live(on: db).isEmpty, "finish deregisters")
+        }
+    }
+}
+
+extension ServiceTests {
+    @Test func isolatedFailuresOnManyWorkersBetweenSuccessesDoNotTripTheBreaker() throws {
+        try CourierTestDatabase.with { database, db in
+            let destination = "http://127.0.0.1:9"
+            let config = configuration(database)
+            let threshold = config.breakerPolicy.failureThreshold
+            // More workers than the threshold, each seeing thousands of successes and then one failure.
+            let reporters = (0...threshold).map { _ in
+                BreakerReporter(configuration: .init(config, worker: UUID()), session: session(database),
+                                logger: Logger(level: .error, sink: { _ in }), jitteredCooldown: { $0.cooldown })
+            }
+            let ok = Classification.success(status: 200)
+            let failed = Classification(succeeded: false, errorClass: .server, status: 500, message: "HTTP 500",
+                                        mayHaveBeenDelivered: true, retryable: true)
+            #expect(failed.countsAsBreakerFailure)
+            var now = ContinuousClock.now
+            for reporter in reporters {
+                for _ in 0..<1000 { reporter.note(destination, ok, now: now) }
+                now += .milliseconds(250)
+                reporter.report(now: now)   // success only: nothing written yet, nothing forgotten
+            }
+            for reporter in reporters {
+                reporter.note(destination, failed, now: now)
+                now += .milliseconds(250)
+                reporter.report(now: now)
+            }
+            let row = try #require(try BreakersTable.list(destination: destination, on: db).first)
+            #expect(row.state == "closed", "each failure came after successes on its worker")
         }
     }
 }
