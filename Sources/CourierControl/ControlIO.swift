@@ -1,3 +1,4 @@
+import CourierCore
 import CourierStore
 import Foundation
 
@@ -39,7 +40,12 @@ public struct ControlIO: Sendable {
         return io
     }
 
-    func print(_ line: String) { writeOut(line + "\n") }
+    /// Prints human-readable text, every control character escaped but the line breaks
+    /// (see `Quoting.printableLines`); JSON has none to escape.
+    func print(_ line: String) { writeOut(Quoting.printableLines(line) + "\n") }
+
+    /// Writes a message to standard error, escaped as ``print(_:)`` escapes.
+    func printError(_ text: String) { writeErr(Quoting.printableLines(text)) }
 
     /// Prints a value as pretty, key-sorted JSON.
     func printJSON(_ value: some Encodable) throws {

@@ -17,29 +17,29 @@ public enum Jobctl {
                 return 0
             }
         } catch {
-            io.writeErr(error.description + "\n" + (error.helpHint.map { $0 + "\n" } ?? ""))
+            io.printError(error.description + "\n" + (error.helpHint.map { $0 + "\n" } ?? ""))
             return error.exitCode
         }
         do {
             try dispatch(command, io: io)
             return 0
         } catch let error as ControlError {
-            if !error.description.isEmpty { io.writeErr(error.description + "\n") }
+            if !error.description.isEmpty { io.printError(error.description + "\n") }
             return error.exitCode
         } catch let error as UsageError {
-            io.writeErr(error.description + "\n")
+            io.printError(error.description + "\n")
             return error.exitCode
         } catch let error as PostgresError {
-            io.writeErr("error: \(error)\n")
+            io.printError("error: \(error)\n")
             // Undefined schema, table or function: the database was never migrated, or not to this version.
             if let state = error.sqlState, ["3F000", "42P01", "42883"].contains(state) {
-                io.writeErr("hint: the courier schema is missing or older than this jobctl: run 'jobctl migrate'\n")
+                io.printError("hint: the courier schema is missing or older than this jobctl: run 'jobctl migrate'\n")
             }
             // A refused value (bad input caught by the database) is the caller's to fix.
             let badInput = error.sqlState.map { $0 == "22023" || $0.hasPrefix("23") || $0.hasPrefix("22") } ?? false
             return badInput ? 2 : 1
         } catch {
-            io.writeErr("error: \(error)\n")
+            io.printError("error: \(error)\n")
             return 1
         }
     }
@@ -93,7 +93,7 @@ public enum Jobctl {
             do {
                 applied = try withDatabase(command, io: io) { try Migrator.appliedVersions($0) }
             } catch {
-                io.writeErr("note: the database is not reachable, so this is every migration\n")
+                io.printError("note: the database is not reachable, so this is every migration\n")
                 applied = []
             }
             let pending = Migration.all.filter { !applied.contains($0.version) }
@@ -107,7 +107,7 @@ public enum Jobctl {
         let known = Set(Migration.all.map(\.version))
         let unknown = versions.filter { !known.contains($0) }
         if !unknown.isEmpty {
-            io.writeErr("note: the database has migrations this jobctl does not know (\(unknown.map(String.init).joined(separator: ", "))): it is older than the schema; use the newer jobctl\n")
+            io.printError("note: the database has migrations this jobctl does not know (\(unknown.map(String.init).joined(separator: ", "))): it is older than the schema; use the newer jobctl\n")
         }
         if command.flag("json") {
             try io.printJSON(["applied": applied.map(\.name)])

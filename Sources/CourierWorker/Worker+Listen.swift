@@ -3,10 +3,11 @@ import CourierStore
 import Foundation
 import Postgres
 
-/// The listening thread: NOTIFY wakes the claim loop and delivers cancellations.
+/// The listening thread: NOTIFY wakes the claim loop, and makes the worker read which of
+/// its jobs were cancelled. Payloads are never trusted (see `NotificationPolicy`).
 extension Worker {
     func listenLoop() {
-        let session = makeSession(channels: ["courier_jobs", "courier_cancel"])
+        let session = makeSession(channels: NotificationPolicy.channels)
         defer { session.close() }
         var wasConnected = false
         while !isStopping {
@@ -20,12 +21,11 @@ extension Worker {
                     wasConnected = true
                     claimSignal.signal()
                 }
-                for note in notifications {
-                    if note.channel == "courier_jobs" {
-                        claimSignal.signal()
-                    } else if note.channel == "courier_cancel" {
-                        cancelRunning(note.payload.split(separator: ",").compactMap { Int64($0) })
-                    }
+                let looks = NotificationPolicy.looks(forChannels: notifications.map(\.channel))
+                if looks.contains(.claim) { claimSignal.signal() }
+                if looks.contains(.cancellations), inFlightCount > 0,
+                   case .success(let cancelled) = session.run({ try JobsTable.cancelRequested(worker: self.id, on: $0) }) {
+                    cancelRunning(cancelled)
                 }
             case .failure:
                 wasConnected = false
