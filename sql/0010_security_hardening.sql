@@ -132,4 +132,7 @@ revoke insert, update, delete, truncate on courier.breakers, courier.breaker_eve
 grant select on courier.breakers, courier.breaker_events to courier_worker;
 -- courier_enqueue holds nothing but EXECUTE on the two enqueue functions.
 revoke all on all tables in schema courier from courier_enqueue;
+-- Per-schema default privileges cannot take EXECUTE away from PUBLIC (0006 tried), so
+-- every function created here is closed by hand.
+revoke execute on function courier.check_headers(jsonb) from public;
 grant execute on function courier.check_headers(jsonb) to courier_worker, courier_admin;

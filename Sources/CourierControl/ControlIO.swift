@@ -41,7 +41,7 @@ public struct ControlIO: Sendable {
     }
 
     /// Prints human-readable text, every control character escaped but the line breaks
-    /// (see `Quoting.printableLines`); JSON has none to escape.
+    /// (see `Quoting.printableLines`). JSON goes through ``printJSON(_:)`` instead.
     func print(_ line: String) { writeOut(Quoting.printableLines(line) + "\n") }
 
     /// Writes a message to standard error, escaped as ``print(_:)`` escapes.
@@ -56,6 +56,7 @@ public struct ControlIO: Sendable {
             var container = encoder.singleValueContainer()
             try container.encode(Timestamp.format(date))
         }
-        print(String(decoding: try encoder.encode(value), as: UTF8.self))
+        // Not through print(): JSON escapes C0 itself, and its other characters must stay exact.
+        writeOut(String(decoding: try encoder.encode(value), as: UTF8.self) + "\n")
     }
 }
