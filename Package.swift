@@ -35,11 +35,11 @@ let package = Package(
             dependencies: ["Postgres", "CourierCore"],
             resources: [.embedInCode("Migrations")]
         ),
-        .target(name: "CourierWorker", dependencies: ["CourierStore", "CourierHTTP", "CourierCore", "Postgres"]),
+        .target(name: "CourierWorker", dependencies: ["CourierStore", "CourierHTTP", "CourierCore"]),
         .target(name: "CourierCLI"),
         .target(name: "CourierControl", dependencies: ["CourierCLI", "CourierStore", "CourierCore", "Postgres"]),
         .executableTarget(name: "jobctl", dependencies: ["CourierControl"]),
-        .executableTarget(name: "jobworker", dependencies: ["CourierWorker", "CourierCLI"]),
+        .executableTarget(name: "jobworker", dependencies: ["CourierWorker", "CourierStore", "CourierCLI"]),
         .executableTarget(name: "courier-bench", dependencies: ["CourierStore", "CourierWorker", "CourierHTTP", "CourierTestSupport", "Postgres"]),
         .executableTarget(name: "courier-breaker-sim", dependencies: ["CourierStore", "CourierWorker", "CourierCore", "CourierTestSupport", "Postgres"]),
         .target(name: "CourierTestSupport", dependencies: ["Postgres", "CourierCore", "CourierStore"]),

@@ -1,13 +1,13 @@
 import CourierCLI
 import CourierCore
 import CourierWorker
-import Postgres
+import CourierStore
 
 /// Reads a `WorkerConfiguration` from the parsed command line (flags, then
 /// `COURIER_*` variables, then the declared defaults).
 enum WorkerOptions {
     static func configuration(from command: ParsedCommand, environment: [String: String]) throws -> WorkerConfiguration {
-        var c = WorkerConfiguration(database: PostgresConfiguration.resolve(flag: command.value("database-url"), environment: environment))
+        var c = WorkerConfiguration(database: DatabaseConfiguration.resolve(flag: command.value("database-url"), environment: environment))
         c.database.applicationName = "jobworker"
         c.queues = try command.list("queues")
         c.concurrency = try command.int("concurrency", range: 1...10_000) ?? c.concurrency
