@@ -10,7 +10,8 @@ import CCurl
 /// the server. After it, what libcurl counted decides, not the code's name alone: a
 /// code that names a local failure (out of memory, a request libcurl could not build,
 /// such as one with a megabyte header) with no request byte written and no response
-/// byte read is "not sent"; a code that names the scheme or URL (`UNSUPPORTED_PROTOCOL`,
+/// byte read is "refused to send" (never sent, and not the destination's fault, so the
+/// breaker does not count it); a code that names the scheme or URL (`UNSUPPORTED_PROTOCOL`,
 /// which is also what an HTTP/0.9 or garbage answer yields) is "refused to send" only
 /// before the request started, and "maybe delivered" after. Messages come from
 /// libcurl's fixed per-code texts, never from request data, so they cannot contain
@@ -60,8 +61,9 @@ enum CurlOutcomeClassifier {
             return .blocked("scheme is not allowed; only http and https are allowed")
         case CURLE_URL_MALFORMAT:
             return .blocked("url is malformed")
-        case _ where localFailures.contains(code.rawValue) && !evidence.anythingSent:
-            return .notSent("the request could not be sent from this side; nothing was written: \(text)")
+        case _ where evidence.requestStarted && localFailures.contains(code.rawValue) && !evidence.anythingSent:
+            // Refused on this side, never sent: permanent, and no evidence against the destination.
+            return .blocked("the request could not be built or sent on this side (nothing was written): \(text)")
         case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY:
             return .notSent("could not resolve host: \(text)")
         case CURLE_COULDNT_CONNECT:

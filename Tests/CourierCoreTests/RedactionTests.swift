@@ -108,7 +108,7 @@ import Testing
         let body = Array((String(repeating: "x", count: 55) + secret + "tail").utf8)
         let scrubbed = Redaction.scrub(body, secrets: [secret])
         let excerpt = Quoting.escape(bytes: scrubbed, limit: 64)
-        #expect(!excerpt.contains("k\\\"e") && !excerpt.contains("0123") && !excerpt.contains("\\xC3"), excerpt)
+        #expect(!excerpt.contains("k\\\"e") && !excerpt.contains("0123") && !excerpt.contains("\\xC3"), "\(excerpt)")
         #expect(String(decoding: scrubbed, as: UTF8.self) == String(repeating: "x", count: 55) + "[REDACTED]tail")
         // A part of a secret echoed alone, and short secrets left alone.
         #expect(Redaction.scrub(Array("you sent abcdefgh12".utf8), secrets: ["Bearer abcdefgh12"]) == Array("you sent [REDACTED]".utf8))

@@ -80,10 +80,11 @@ struct CurlOutcomeClassifierTests {
     }
 
     /// Issue 18 item 4: a request libcurl could not build (a megabyte header) fails after
-    /// the connection is ready, but nothing was written: not sent, never "maybe delivered".
-    @Test func localFailuresWithNothingWrittenAreNotSent() {
-        #expect(kind(classify(CURLE_OUT_OF_MEMORY, started: true)) == "notSent")
-        #expect(kind(classify(CURLE_BAD_FUNCTION_ARGUMENT, started: true)) == "notSent")
+    /// the connection is ready, but nothing was written: refused on this side, never
+    /// "maybe delivered", and no breaker evidence against a healthy destination.
+    @Test func localFailuresWithNothingWrittenAreRefusedNotMaybeSent() {
+        #expect(kind(classify(CURLE_OUT_OF_MEMORY, started: true)) == "blocked")
+        #expect(kind(classify(CURLE_BAD_FUNCTION_ARGUMENT, started: true)) == "blocked")
         #expect(kind(classify(CURLE_OUT_OF_MEMORY, started: true, received: 40)) == "connectionLost")
         // A code that is not local keeps "maybe sent" whatever the counters say (HTTP/2 may not count).
         #expect(kind(classify(CURLE_SEND_ERROR, started: true)) == "connectionLost")
