@@ -4,6 +4,8 @@ import PackageDescription
 // Courier: a PostgreSQL-backed job queue for outbound network work.
 // Module graph (each arrow is a dependency):
 //   CLibPQ <- Postgres <- CourierStore <- CourierWorker <- jobworker
+//   (CourierStore is the only door to PostgreSQL: nothing above it imports Postgres;
+//    CourierControl still does, see the runtime issue's note)
 //   CCurl  <- CourierHTTP ----------------^
 //   CourierCore (pure domain, no I/O) <- CourierStore, CourierHTTP, CourierWorker
 //   CourierCLI (argument parsing) <- CourierControl <- jobctl

@@ -1,3 +1,4 @@
+import CourierCore
 import Foundation
 import Postgres
 
@@ -143,12 +144,12 @@ extension JobsTable {
     public struct DeadLetter: Sendable, Equatable {
         public var id: Int64
         public var attempt: Int
-        public var reason: String
+        public var reason: DeadLetterReason
         /// The last attempt's error entry, JSON; nil when no attempt ran (e.g. a deadline passed while waiting).
         public var errorJSON: String?
-        public var lastClass: String?
+        public var lastClass: ErrorClass?
         public var lastStatus: Int?
-        public init(id: Int64, attempt: Int, reason: String, errorJSON: String?, lastClass: String?, lastStatus: Int?) {
+        public init(id: Int64, attempt: Int, reason: DeadLetterReason, errorJSON: String?, lastClass: ErrorClass?, lastStatus: Int?) {
             self.id = id
             self.attempt = attempt
             self.reason = reason
@@ -166,8 +167,8 @@ extension JobsTable {
         return try connection.query("""
             with gone as (
                 delete from courier.jobs j
-                using unnest(\(letters.map(\.id)), \(letters.map(\.attempt)), \(letters.map(\.reason)),
-                             \(letters.map { $0.errorJSON ?? "" }), \(letters.map { $0.lastClass ?? "" }),
+                using unnest(\(letters.map(\.id)), \(letters.map(\.attempt)), \(letters.map(\.reason.rawValue)),
+                             \(letters.map { $0.errorJSON ?? "" }), \(letters.map { $0.lastClass?.rawValue ?? "" }),
                              \(letters.map { $0.lastStatus ?? -1 })) as a(id, attempt, reason, error, last_class, last_status)
                 where j.id = a.id and j.attempt = a.attempt and j.leased_by = \(worker)
                 returning j.*, a.reason as dl_reason, a.error as dl_error, a.last_class as dl_class, a.last_status as dl_status
@@ -239,14 +240,16 @@ extension JobsTable {
     /// job is put back only if it is safe to repeat (idempotent method or an idempotency
     /// key) and has attempts left, and otherwise dead-lettered as `ambiguous` or
     /// `exhausted`. Only one worker in the fleet rescues at a time (advisory lock).
-    public static func rescueExpired(limit: Int = 1000, on connection: PostgresConnection) throws -> RescueResult {
+    /// - Parameter now: the time leases are judged against; nil (what workers pass) is
+    ///   the database's clock. Tests pass a later time instead of rewriting rows.
+    public static func rescueExpired(limit: Int = 1000, now: Date? = nil, on connection: PostgresConnection) throws -> RescueResult {
         try connection.withTransaction { tx in
             let locked = try tx.query("select pg_try_advisory_xact_lock(\(Self.rescueLockKey))").rows.first?.decode(0, as: Bool.self) ?? false
             guard locked else { return RescueResult(requeued: 0, deadLettered: 0, ranHere: false) }
             let rows = try tx.query("""
                 with expired as (
                     select id from courier.jobs
-                    where state = 'running' and lease_expires_at < now()
+                    where state = 'running' and lease_expires_at < coalesce(\(now)::timestamptz, now())
                     order by lease_expires_at limit \(limit)
                     for update skip locked
                 ),
@@ -310,14 +313,14 @@ extension JobsTable {
     }
 
     /// Deletes succeeded-job records older than the retention, a batch at a time.
-    /// Returns how many were deleted.
-    public static func pruneCompleted(olderThanMilliseconds: Int64, batch: Int = 5000,
+    /// Returns how many were deleted. `now` nil is the database's clock.
+    public static func pruneCompleted(olderThanMilliseconds: Int64, batch: Int = 5000, now: Date? = nil,
                                       on connection: PostgresConnection) throws -> Int {
         try connection.execute("""
             delete from courier.completed_jobs
             where id in (
                 select id from courier.completed_jobs
-                where finished_at < now() - \(olderThanMilliseconds) * interval '1 millisecond'
+                where finished_at < coalesce(\(now)::timestamptz, now()) - \(olderThanMilliseconds) * interval '1 millisecond'
                 limit \(batch))
             """)
     }

@@ -30,7 +30,7 @@ extension Worker {
         if let deadline = job.deadline, deadline <= startedAt {
             classification = Classification(succeeded: false, errorClass: nil, message: "the deadline passed before the attempt",
                                             mayHaveBeenDelivered: false, retryable: false)
-            acknowledge(.deadLetter(.init(id: job.id, attempt: job.attempt, reason: DeadLetterReason.deadline.rawValue,
+            acknowledge(.deadLetter(.init(id: job.id, attempt: job.attempt, reason: .deadline,
                                           errorJSON: nil, lastClass: nil, lastStatus: nil)))
             if let generation = entry.probeGeneration {
                 // Nothing was sent: the probe says nothing about the destination.
@@ -104,26 +104,23 @@ extension Worker {
                                   maxAttempts: job.maxAttempts, deadline: job.deadline,
                                   previousDelay: job.lastDelayMilliseconds.map { .milliseconds($0) })
         var effective = classification
-        let decision: JobDecision
+        let interruption: RetryDecider.Interruption?
         if cancelledByOperator {
+            interruption = .cancelledByOperator
             effective.errorClass = .cancelled
             effective.message = "cancelled by an operator while running: " + classification.message
-            decision = .deadLetter(.cancelled)
         } else if abortedByShutdown {
+            interruption = .abortedAtShutdown
             // The request was aborted mid-flight: it may have been delivered.
             effective.errorClass = .cancelled
             effective.message = "aborted at shutdown after the grace period; the request may have been sent"
-            if !facts.isSafeToRepeat {
-                decision = .deadLetter(.ambiguous)
-            } else if job.attempt >= job.maxAttempts {
-                decision = .deadLetter(.exhausted)
-            } else {
-                decision = .retry(at: clock.now(), delay: .zero, destinationNotBefore: nil)
-            }
         } else {
-            let policy = settings.policy(for: job.queue)
-            let now = clock.now()
-            decision = withRandom { RetryDecider.decide(classification, job: facts, policy: policy, now: now, rng: &$0) }
+            interruption = nil
+        }
+        let policy = settings.policy(for: job.queue)
+        let now = clock.now()
+        let decision = withRandom {
+            RetryDecider.decide(classification, job: facts, policy: policy, now: now, interruption: interruption, rng: &$0)
         }
         let error = attemptJSON(job, effective, startedAt: startedAt, durationMs: durationMs)
         switch decision {
@@ -140,8 +137,8 @@ extension Worker {
             claimer.noteRetry(due: clock.instant() + delay)
             logJob(job, "attempt failed; retrying", effective, [("retry_in", DurationParser.format(delay))])
         case .deadLetter(let reason):
-            acknowledge(.deadLetter(.init(id: job.id, attempt: job.attempt, reason: reason.rawValue, errorJSON: error,
-                                          lastClass: effective.errorClass?.rawValue, lastStatus: effective.status)))
+            acknowledge(.deadLetter(.init(id: job.id, attempt: job.attempt, reason: reason, errorJSON: error,
+                                          lastClass: effective.errorClass, lastStatus: effective.status)))
             metrics.recordDeadLetter(reason: reason)
             logJob(job, "job dead-lettered", effective, [("reason", reason.rawValue)])
         }

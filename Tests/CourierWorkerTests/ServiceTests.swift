@@ -30,8 +30,8 @@ import Testing
                                       jitter: { 1 }, clock: { .now })
             completer.append(.success(.init(id: first, attempt: 1, status: 200, durationMilliseconds: 1)))
             // Its error entry is not JSON: the database refuses it, and with it the batch.
-            completer.append(.deadLetter(.init(id: second, attempt: 1, reason: "permanent", errorJSON: "{not json",
-                                               lastClass: "client", lastStatus: 400)))
+            completer.append(.deadLetter(.init(id: second, attempt: 1, reason: .permanent, errorJSON: "{not json",
+                                               lastClass: .client, lastStatus: 400)))
             let later = ContinuousClock.now + .seconds(1)
             for _ in 0..<completer.configuration.triesBeforeSplit {
                 _ = completer.runOnce(now: later)

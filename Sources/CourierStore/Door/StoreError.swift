@@ -47,7 +47,7 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
     }
 
     /// The code for a SQLSTATE (class 08 connection, 42P01/42883/3F000 missing objects,
-    /// class 22 and 23514 bad values, 23505 unique, 55P03/57014/40P01 timeouts and deadlocks).
+    /// classes 22 and 23 bad values, 23505 unique, 55P03/57014/40P01 timeouts and deadlocks).
     static func code(forSQLState state: String?, column: String?) -> Code {
         guard let state else { return .statementFailed }
         switch state {
@@ -57,7 +57,7 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         case "55P03", "57014", "40P01", "40001": return .timedOut
         default:
             if state.hasPrefix("08") || state.hasPrefix("57P") { return .connectionLost }
-            if state.hasPrefix("22") { return .badInput(field: column) }
+            if state.hasPrefix("22") || state.hasPrefix("23") { return .badInput(field: column) }
             return .statementFailed
         }
     }
