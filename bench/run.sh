@@ -83,8 +83,11 @@ BIN="$(swift build -c release --show-bin-path)"
 BASE_BIN=""
 if [ -n "${BASELINE:-}" ]; then
   base_tree="${BASELINE_DIR:-/tmp/courier-bench-baseline}"
-  rm -rf "$base_tree"; git worktree prune
-  git worktree add -f --detach "$base_tree" "$BASELINE" >/dev/null
+  # Reused when it already holds that revision (its release build is then incremental).
+  if [ "$(git -C "$base_tree" rev-parse HEAD 2>/dev/null)" != "$(git rev-parse "$BASELINE")" ]; then
+    rm -rf "$base_tree"; git worktree prune
+    git worktree add -f --detach "$base_tree" "$BASELINE" >/dev/null
+  fi
   (cd "$base_tree" && swift build -c release -j 2 --product jobworker >/dev/null)
   BASE_BIN="$(cd "$base_tree" && swift build -c release --show-bin-path)"
 fi
