@@ -18,7 +18,9 @@ public struct HTTPJobHandler: JobHandler {
         let built: BuiltRequest
         switch buildRequest(job) {
         case .success(let request): built = request
-        case .failure(let refusal): return OutcomeClassifier.classify(.blocked(refusal.message), expectContentType: nil, now: Date())
+        case .failure(let refusal):
+            let outcome: TransportOutcome = refusal.isLocal ? .refusedByConfiguration(refusal.message) : .blocked(refusal.message)
+            return OutcomeClassifier.classify(outcome, expectContentType: nil, now: Date())
         }
         let outcome = await transport.send(built.request)
         // A server may echo credentials back (in a body excerpt, a header): remove them from
@@ -46,7 +48,8 @@ public struct HTTPJobHandler: JobHandler {
         var secretValues: [String]
     }
 
-    struct Refusal: Error { var message: String }
+    /// Why a request was not built; `isLocal` when the cause is this worker's configuration (a secret it cannot resolve).
+    struct Refusal: Error { var message: String; var isLocal = false }
 
     /// The request for one attempt: stored headers with secrets resolved (each only for a
     /// destination it is bound to), the `Idempotency-Key` header, and a content type for
@@ -66,7 +69,14 @@ public struct HTTPJobHandler: JobHandler {
                     headers.append(HTTPHeader(name: name, value: value))
                     secretValues.append(value)
                 case .failure(let refusal):
-                    return .failure(Refusal(message: "header \(name): \(refusal)"))
+                    // A secret this worker lacks, or cannot read the binding of, is its configuration's
+                    // fault (handed back); a secret not bound to this destination is the job's (permanent).
+                    let isLocal: Bool
+                    switch refusal {
+                    case .missing, .badBinding: isLocal = true
+                    case .notBound, .badURL: isLocal = false
+                    }
+                    return .failure(Refusal(message: "header \(name): \(refusal)", isLocal: isLocal))
                 }
             }
         }

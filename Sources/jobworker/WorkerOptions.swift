@@ -9,6 +9,9 @@ enum WorkerOptions {
     static func configuration(from command: ParsedCommand, environment: [String: String]) throws -> WorkerConfiguration {
         var c = WorkerConfiguration(database: DatabaseConfiguration.resolve(flag: command.value("database-url"), environment: environment))
         c.database.applicationName = "jobworker"
+        if let listen = command.value("listen-database-url"), !listen.isEmpty {
+            c.listenDatabase = DatabaseConfiguration(connectionString: listen, applicationName: "jobworker-listen")
+        }
         c.queues = try command.list("queues")
         c.concurrency = try command.int("concurrency", range: 1...10_000) ?? c.concurrency
         c.lease = try command.duration("lease", minimum: .seconds(1)) ?? c.lease
@@ -33,6 +36,7 @@ enum WorkerOptions {
         c.breakerPolicy.cooldownMax = try command.duration("breaker-cooldown-max", minimum: .milliseconds(100)) ?? c.breakerPolicy.cooldownMax
         c.retention = try command.duration("retention", minimum: .zero) ?? c.retention
         c.deadLetterRetention = try command.duration("dead-letter-retention", minimum: .seconds(60))
+        c.maxResponseBytes = try command.int("max-response-body", range: 0...(64 << 20)) ?? c.maxResponseBytes
         c.metricsAddress = command.value("metrics-addr")
         c.secretsDirectory = command.value("secrets-dir")
         c.allowPrivateNetworks = command.flag("allow-private-networks")
