@@ -23,6 +23,7 @@ extension Migration {
         Migration(version: 7, name: "0007_cheaper_value_checks.sql", bytes: PackageResources._007_cheaper_value_checks_sql),
         Migration(version: 8, name: "0008_signed_webhooks.sql", bytes: PackageResources._008_signed_webhooks_sql),
         Migration(version: 9, name: "0009_schedules.sql", bytes: PackageResources._009_schedules_sql),
+        Migration(version: 10, name: "0010_security_hardening.sql", bytes: PackageResources._010_security_hardening_sql),
         Migration(version: 13, name: "0013_probe_lease_and_retry_after.sql", bytes: PackageResources._013_probe_lease_and_retry_after_sql),
     ]
 

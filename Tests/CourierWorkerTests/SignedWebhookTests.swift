@@ -1,7 +1,7 @@
 import CourierCore
 import CourierStore
 import CourierTestSupport
-import CourierWorker
+@testable import CourierWorker
 import Foundation
 import Postgres
 import Testing
@@ -79,12 +79,16 @@ struct ReceiverError: Error, CustomStringConvertible {
         let receiver = try SignedReceiver(secrets: [Self.keyA, Self.keyB])
         defer { receiver.stop() }
         let h = try WorkerHarness()
+        let base = "http://127.0.0.1:\(receiver.port)"
+        // Each secret bound to the receiver (secrets are sent only where they are bound).
         h.secretEnvironment = [
             "COURIER_SECRET_HOOKS_A": Self.keyA, "COURIER_SECRET_HOOKS_B": Self.keyB,
             "COURIER_SECRET_HOOKS_ROTATING": Self.keyA + " " + Self.keyB,
             "COURIER_SECRET_BROKEN": Self.brokenValue,
         ]
-        let base = "http://127.0.0.1:\(receiver.port)"
+        for name in ["HOOKS_A", "HOOKS_B", "HOOKS_ROTATING", "BROKEN"] {
+            h.secretEnvironment["COURIER_SECRET_\(name)_DESTINATIONS"] = base
+        }
         func enqueue(_ path: String, _ configure: (inout EnqueueRequest) -> Void) throws -> Int64 {
             var request = EnqueueRequest(url: base + path)
             request.body = #"{"event": "test"}"#
@@ -103,8 +107,10 @@ struct ReceiverError: Error, CustomStringConvertible {
         let noKey = try enqueue("/no-key") { $0.signingSecret = "HOOKS_A"; $0.idempotencyKey = .none; $0.method = "PUT" }
         let unsigned = try enqueue("/unsigned") { _ in }
         let toReplay = try enqueue("/fail-2/replayed") { $0.signingSecret = "HOOKS_A"; $0.maxAttempts = 2 }
-        let missing = try enqueue("/missing") { $0.signingSecret = "NOT_SET_ANYWHERE" }
-        let malformed = try enqueue("/malformed") { $0.signingSecret = "BROKEN" }
+        // Refused by this worker's configuration: handed back, and dead once the deadline
+        // would pass before the next try.
+        let missing = try enqueue("/missing") { $0.signingSecret = "NOT_SET_ANYWHERE"; $0.deadline = Date().addingTimeInterval(20) }
+        let malformed = try enqueue("/malformed") { $0.signingSecret = "BROKEN"; $0.deadline = Date().addingTimeInterval(20) }
         let started = Date()
         try h.start()
 
@@ -159,13 +165,15 @@ struct ReceiverError: Error, CustomStringConvertible {
             #expect(stamp >= Int64(started.timeIntervalSince1970) - 1 && stamp <= Int64(finished.timeIntervalSince1970) + 1)
         }
 
-        // A secret that is not set, or is malformed: nothing sent, dead-lettered as client/permanent.
+        // A secret that is not set, or is malformed: nothing sent, handed back as a missing
+        // header secret is, and dead-lettered as permanent when no worker can send it in time.
         #expect(of("/missing").isEmpty && of("/malformed").isEmpty)
+        #expect(h.worker.metrics.snapshot().refusedByConfiguration >= 2)
         for (id, name) in [(missing, "NOT_SET_ANYWHERE"), (malformed, "BROKEN")] {
             let record = try #require(try h.job(id))
             #expect(record.deadReason == "permanent")
-            #expect(record.errors.last?.errorClass == "client")
-            #expect(record.errors.last?.message.contains("signing secret '\(name)'") == true, "\(record.errors)")
+            #expect(record.errors.last?.message.contains("signing secret") == true, "\(record.errors)")
+            #expect(record.errors.last?.message.contains(name) == true, "\(record.errors)")
             #expect(record.signingSecret == name && record.signingSecretFrom == .job)
         }
 
@@ -227,7 +235,7 @@ struct ReceiverError: Error, CustomStringConvertible {
             insert into courier.breakers (destination, state, open_until, cooldown_ms, generation)
             values (\(destination), 'open', now() - interval '1 second', 60000, 1)
             """)
-        let id = try h.enqueue("/probe") { $0.signingSecret = "NOT_SET_ANYWHERE" }
+        let id = try h.enqueue("/probe") { $0.signingSecret = "NOT_SET_ANYWHERE"; $0.deadline = Date().addingTimeInterval(20) }
         try h.start()
         let record = try await h.waitFor(id, .dead)
         #expect(record.deadReason == "permanent")

@@ -14,8 +14,11 @@ import Testing
         func send(_ request: HTTPRequest) async -> TransportOutcome { .blocked("not used") }
     }
 
-    func handler(_ environment: [String: String]) -> HTTPJobHandler {
-        HTTPJobHandler(transport: UnusedTransport(), secrets: SecretResolver(environment: environment, directory: nil),
+    /// Every secret given is bound to every destination (`*`), unless `bound` is false.
+    func handler(_ environment: [String: String], bound: Bool = true) -> HTTPJobHandler {
+        var bindings = environment
+        if bound { for name in environment.keys { bindings[name + "_DESTINATIONS"] = "*" } }
+        return HTTPJobHandler(transport: UnusedTransport(), secrets: SecretResolver(environment: bindings, directory: nil),
                        now: { Date(timeIntervalSince1970: 1614265330.75) })
     }
 
@@ -31,7 +34,7 @@ import Testing
     }
 
     @Test func aSignedJobCarriesTheSpecificationsSignatureAtTheInjectedTime() throws {
-        let request = try handler(["COURIER_SECRET_SPEC": Self.specSecret]).buildRequest(job(own: "SPEC")).get()
+        let request = try handler(["COURIER_SECRET_SPEC": Self.specSecret]).buildRequest(job(own: "SPEC")).get().request
         #expect(value(request, "webhook-id") == "msg_p5jXN8AQM9LWM0D4loKWxJek")
         #expect(value(request, "webhook-timestamp") == "1614265330")
         #expect(value(request, "webhook-signature") == "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=")
@@ -40,28 +43,28 @@ import Testing
 
     @Test func theDestinationsDefaultSignsWhenTheJobNamesNoneAndTheJobsOwnWins() throws {
         let h = handler(["COURIER_SECRET_SPEC": Self.specSecret, "COURIER_SECRET_OTHER": "whsec_" + Data(repeating: 9, count: 32).base64EncodedString()])
-        let byDefault = try h.buildRequest(job(destinationDefault: "SPEC")).get()
+        let byDefault = try h.buildRequest(job(destinationDefault: "SPEC")).get().request
         #expect(value(byDefault, "webhook-signature") == "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=")
-        let own = try h.buildRequest(job(own: "SPEC", destinationDefault: "OTHER")).get()
+        let own = try h.buildRequest(job(own: "SPEC", destinationDefault: "OTHER")).get().request
         #expect(value(own, "webhook-signature") == "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=")
-        let other = try h.buildRequest(job(own: "OTHER", destinationDefault: "SPEC")).get()
+        let other = try h.buildRequest(job(own: "OTHER", destinationDefault: "SPEC")).get().request
         #expect(value(other, "webhook-signature") != value(own, "webhook-signature"))
     }
 
     @Test func anUnsignedJobHasNoWebhookHeaders() throws {
-        let request = try handler(["COURIER_SECRET_SPEC": Self.specSecret]).buildRequest(job()).get()
+        let request = try handler(["COURIER_SECRET_SPEC": Self.specSecret]).buildRequest(job()).get().request
         #expect(!request.headers.contains { $0.name.lowercased().hasPrefix("webhook-") })
     }
 
     @Test func storedHeadersOfTheSameNamesAreReplacedBySignedOnes() throws {
         let request = try handler(["COURIER_SECRET_SPEC": Self.specSecret])
-            .buildRequest(job(own: "SPEC", headers: #"{"Webhook-Id": "forged", "webhook-signature": "v1,forged"}"#)).get()
+            .buildRequest(job(own: "SPEC", headers: #"{"Webhook-Id": "forged", "webhook-signature": "v1,forged"}"#)).get().request
         #expect(request.headers.filter { $0.name.lowercased() == "webhook-id" }.map(\.value) == ["msg_p5jXN8AQM9LWM0D4loKWxJek"])
         #expect(request.headers.filter { $0.name.lowercased() == "webhook-signature" }.count == 1)
     }
 
     @Test func aJobWithoutAnIdempotencyKeyUsesOneDerivedFromItsID() throws {
-        let request = try handler(["COURIER_SECRET_SPEC": Self.specSecret]).buildRequest(job(own: "SPEC", key: nil)).get()
+        let request = try handler(["COURIER_SECRET_SPEC": Self.specSecret]).buildRequest(job(own: "SPEC", key: nil)).get().request
         #expect(value(request, "webhook-id") == "courier-job-41")
     }
 
@@ -73,6 +76,23 @@ import Testing
         #expect(refusal.message.contains("PARTNER_HOOKS"))
         #expect(refusal.message.contains("COURIER_SECRET_PARTNER_HOOKS"))
         #expect(refusal.message.contains("destination"))
+        #expect(refusal.isLocal, "the same path as a missing header secret: this worker's configuration")
+    }
+
+    @Test func aSecretNotBoundToTheURLIsTheJobsFault() {
+        let h = handler(["COURIER_SECRET_SPEC": Self.specSecret], bound: false)
+        guard case .failure(let refusal) = h.buildRequest(job(own: "SPEC")) else {
+            Issue.record("signed with a secret not bound to the destination")
+            return
+        }
+        #expect(!refusal.isLocal)
+        #expect(refusal.message.contains("may not be sent to"))
+    }
+
+    @Test func theSecretAndTheSignatureAreAmongTheValuesToScrub() throws {
+        let built = try handler(["COURIER_SECRET_SPEC": Self.specSecret]).buildRequest(job(own: "SPEC")).get()
+        #expect(built.secretValues.contains(Self.specSecret))
+        #expect(built.secretValues.contains("v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="))
     }
 
     @Test func aMalformedSecretIsRefusedWithoutItsValue() {
@@ -83,6 +103,7 @@ import Testing
         }
         #expect(refusal.message.contains("PARTNER_HOOKS"))
         #expect(refusal.message.contains("malformed"))
+        #expect(refusal.isLocal)
         #expect(!refusal.message.contains("sk_live"))
         #expect(!refusal.message.contains("Bearer"))
     }

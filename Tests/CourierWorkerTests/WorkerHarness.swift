@@ -16,8 +16,6 @@ final class WorkerHarness: @unchecked Sendable {
     private var runTask: Task<Void, Never>?
     private var transport: CurlTransport?
     let logLines = LogCapture()
-    /// The environment the worker's SecretResolver reads (`COURIER_SECRET_<NAME>`).
-    var secretEnvironment = ["COURIER_SECRET_PARTNER_TOKEN": "s3cr3t"]
 
     /// Runs `body` with a harness and always shuts it down afterwards, even when
     /// `body` throws: a failing test cannot leak a running worker.
@@ -39,6 +37,11 @@ final class WorkerHarness: @unchecked Sendable {
         db = try PostgresConnection.connect(PostgresConfiguration(connectionString: database.url))
         server = try FaultServer(defaultBehavior: defaultBehavior)
     }
+
+    /// The worker's secrets: PARTNER_TOKEN, bound to the fault server only.
+    lazy var secretEnvironment: [String: String] = [
+        "COURIER_SECRET_PARTNER_TOKEN": "s3cr3t", "COURIER_SECRET_PARTNER_TOKEN_DESTINATIONS": server.baseURL,
+    ]
 
     /// Starts a worker with fast test timings; `configure` may change anything.
     func start(allowPrivateNetworks: Bool = true, _ configure: (inout WorkerConfiguration) -> Void = { _ in },
