@@ -36,7 +36,7 @@ let package = Package(
             resources: [.embedInCode("Migrations")]
         ),
         .target(name: "CourierWorker", dependencies: ["CourierStore", "CourierHTTP", "CourierCore", "Postgres"]),
-        .target(name: "CourierCLI"),
+        .target(name: "CourierCLI", dependencies: ["CourierCore"]),
         .target(name: "CourierControl", dependencies: ["CourierCLI", "CourierStore", "CourierCore", "Postgres"]),
         .executableTarget(name: "jobctl", dependencies: ["CourierControl"]),
         .executableTarget(name: "jobworker", dependencies: ["CourierWorker", "CourierCLI"]),
@@ -48,7 +48,7 @@ let package = Package(
         .testTarget(name: "CourierCoreTests", dependencies: ["CourierCore"]),
         .testTarget(name: "CourierHTTPTests", dependencies: ["CourierHTTP", "CourierTestSupport"]),
         .testTarget(name: "CourierStoreTests", dependencies: ["CourierStore", "CourierTestSupport"]),
-        .testTarget(name: "CourierCLITests", dependencies: ["CourierCLI"], exclude: ["Golden"]),
+        .testTarget(name: "CourierCLITests", dependencies: ["CourierCLI", "CourierCore"], exclude: ["Golden"]),
         .testTarget(name: "CourierWorkerTests", dependencies: ["CourierWorker", "CourierTestSupport"]),
         .testTarget(name: "CourierControlTests", dependencies: ["CourierControl", "CourierTestSupport"], exclude: ["Golden"]),
     ]

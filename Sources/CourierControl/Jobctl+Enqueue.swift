@@ -48,10 +48,10 @@ extension Jobctl {
         if let queue = command.value("queue") { request.queue = queue }
         if let priority = try command.int("priority") { request.priority = priority }
         if let runAt = try command.timestamp("run-at", now: now) { request.runAt = runAt }
-        if let delay = try command.duration("in") { request.runAt = now.addingTimeInterval(delay.timeInterval) }
+        if let runAt = try command.dateAfter("in", now: now) { request.runAt = runAt }
         if let attempts = try command.int("max-attempts") { request.maxAttempts = attempts }
         if let deadline = try command.timestamp("deadline", now: now) { request.deadline = deadline }
-        if let within = try command.duration("within") { request.deadline = now.addingTimeInterval(within.timeInterval) }
+        if let deadline = try command.dateAfter("within", now: now) { request.deadline = deadline }
         if command.flag("no-idempotency-key") {
             request.idempotencyKey = .none
         } else if let key = command.value("idempotency-key") {

@@ -1,5 +1,5 @@
-/// Proleptic Gregorian calendar arithmetic for the timestamp parsers that read dates by
-/// hand (HTTP dates in `Retry-After`, ISO 8601 times in NDJSON lines).
+/// Proleptic Gregorian calendar arithmetic for the timestamp readers that work by hand
+/// (HTTP dates in `Retry-After`, ``Timestamp``).
 public enum CivilDate {
     /// Days in `month` (1...12) of `year`.
     public static func daysIn(month: Int, year: Int) -> Int {
@@ -18,5 +18,18 @@ public enum CivilDate {
         let dayOfYear = (153 * ((month + 9) % 12) + 2) / 5 + day - 1
         let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
         return era * 146_097 + dayOfEra - 719_468
+    }
+
+    /// The date `days` after 1970-01-01 (Howard Hinnant's civil-from-days algorithm).
+    public static func civil(fromDays days: Int64) -> (year: Int64, month: Int64, day: Int64) {
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let mp = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * mp + 2) / 5 + 1
+        let month = mp < 10 ? mp + 3 : mp - 9
+        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
     }
 }

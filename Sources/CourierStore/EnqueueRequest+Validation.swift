@@ -46,6 +46,9 @@ extension EnqueueRequest {
         if !(1...1000).contains(maxAttempts) {
             throw ValidationError(field: "max_attempts", message: "must be between 1 and 1000")
         }
+        // The same range as every other door (flags, NDJSON): never `infinity` or year 10000.
+        if let runAt { _ = try Timestamp.checked(runAt, field: "run_at") }
+        if let deadline { _ = try Timestamp.checked(deadline, field: "deadline") }
         if let deadline, deadline <= max(now, runAt ?? now) {
             throw ValidationError(field: "deadline", message: "must be later than now and than run_at")
         }

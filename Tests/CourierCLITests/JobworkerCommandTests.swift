@@ -1,4 +1,5 @@
 import CourierCLI
+import CourierCore
 import Foundation
 import Testing
 
@@ -85,7 +86,7 @@ struct JobworkerCommandTests {
                 #expect(["dead-letter-retention"].contains(spec.long), "--\(spec.long) has no default")
                 continue
             }
-            #expect(DurationText.parse(value) != nil, "--\(spec.long)")
+            #expect((try? DurationParser.parse(value, field: spec.long)) != nil, "--\(spec.long)")
         }
         #expect(durations.count >= 10)
     }
