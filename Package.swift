@@ -35,7 +35,7 @@ let package = Package(
             dependencies: ["Postgres", "CourierCore"],
             resources: [.embedInCode("Migrations")]
         ),
-        .target(name: "CourierWorker", dependencies: ["CourierStore", "CourierHTTP", "CourierCore", "Postgres"]),
+        .target(name: "CourierWorker", dependencies: ["CourierStore", "CourierHTTP", "CourierCore", "CourierCLI", "Postgres"]),
         .target(name: "CourierCLI", dependencies: ["CourierCore"]),
         .target(name: "CourierControl", dependencies: ["CourierCLI", "CourierStore", "CourierCore", "Postgres"]),
         .executableTarget(name: "jobctl", dependencies: ["CourierControl"]),
@@ -48,8 +48,8 @@ let package = Package(
         .testTarget(name: "CourierCoreTests", dependencies: ["CourierCore"]),
         .testTarget(name: "CourierHTTPTests", dependencies: ["CourierHTTP", "CourierTestSupport"]),
         .testTarget(name: "CourierStoreTests", dependencies: ["CourierStore", "CourierTestSupport"]),
-        .testTarget(name: "CourierCLITests", dependencies: ["CourierCLI", "CourierCore"], exclude: ["Golden"]),
-        .testTarget(name: "CourierWorkerTests", dependencies: ["CourierWorker", "CourierTestSupport"]),
+        .testTarget(name: "CourierCLITests", dependencies: ["CourierCLI", "CourierCore"]),
+        .testTarget(name: "CourierWorkerTests", dependencies: ["CourierWorker", "CourierCLI", "CourierTestSupport"], exclude: ["Golden"]),
         .testTarget(name: "CourierControlTests", dependencies: ["CourierControl", "CourierTestSupport"], exclude: ["Golden"]),
     ]
 )

@@ -37,8 +37,8 @@ extension EnqueueRequest {
                 throw ValidationError(field: "body", message: "contains a NUL character (\\u0000), which PostgreSQL text cannot hold")
             }
         }
-        if !Self.isQueueName(queue) {
-            throw ValidationError(field: "queue", message: "must be 1 to 64 characters of letters, digits, _ . : -")
+        if !QueueName.isValid(queue) {
+            throw ValidationError(field: "queue", message: "must be \(QueueName.rule)")
         }
         if !(-32768...32767).contains(priority) {
             throw ValidationError(field: "priority", message: "must be between -32768 and 32767")
@@ -87,11 +87,6 @@ extension EnqueueRequest {
     /// `^[A-Za-z0-9_.-]{1,128}$`
     static func isSecretName(_ text: String) -> Bool {
         (1...128).contains(text.utf8.count) && text.utf8.allSatisfy { isLetterOrDigit($0) || "_.-".utf8.contains($0) }
-    }
-
-    /// `^[A-Za-z0-9_.:-]{1,64}$`
-    static func isQueueName(_ text: String) -> Bool {
-        (1...64).contains(text.utf8.count) && text.utf8.allSatisfy { isLetterOrDigit($0) || "_.:-".utf8.contains($0) }
     }
 
     /// `^[A-Za-z0-9!#$&^_.+-]+/[A-Za-z0-9!#$&^_.+*-]+$`

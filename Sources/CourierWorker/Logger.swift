@@ -4,8 +4,8 @@ import Foundation
 /// One line per event, logfmt (default) or JSON, written to standard error.
 /// Values are written as given: callers never pass header values or bodies.
 public final class Logger: @unchecked Sendable {
-    public enum Format: String, Sendable { case logfmt, json }
-    public enum Level: Int, Sendable, Comparable {
+    public enum Format: String, Sendable, CaseIterable { case logfmt, json }
+    public enum Level: Int, Sendable, Comparable, CaseIterable {
         case debug = 0, info, warning, error
         public static func < (a: Level, b: Level) -> Bool { a.rawValue < b.rawValue }
         var name: String { ["debug", "info", "warn", "error"][rawValue] }

@@ -11,7 +11,7 @@ let command = CommandLineParser.parseOrExit(root: JobworkerCommand.spec, environ
 let configuration: WorkerConfiguration
 let metricsAddress: MetricsServerAddress?
 do {
-    configuration = try WorkerOptions.configuration(from: command, environment: environment)
+    configuration = try WorkerConfiguration(command: command, environment: environment)
     try configuration.validate()
     metricsAddress = try configuration.metricsAddress.map { text throws(ValidationError) in try MetricsServerAddress(parsing: text) }
 } catch let error as UsageError {
@@ -22,8 +22,8 @@ do {
 }
 
 let logger = Logger(
-    format: Logger.Format(rawValue: command.value("log-format") ?? "logfmt") ?? .logfmt,
-    level: Logger.Level(name: command.value("log-level") ?? "info") ?? .info)
+    format: (try? command.enumValue("log-format", as: Logger.Format.self)) ?? .logfmt,
+    level: command.value("log-level").flatMap(Logger.Level.init(name:)) ?? .info)
 
 let transport: CurlTransport
 do {
