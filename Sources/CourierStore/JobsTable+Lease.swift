@@ -1,3 +1,4 @@
+import CourierCore
 import Foundation
 import Postgres
 
@@ -239,6 +240,9 @@ extension JobsTable {
     /// job is put back only if it is safe to repeat (idempotent method or an idempotency
     /// key) and has attempts left, and otherwise dead-lettered as `ambiguous` or
     /// `exhausted`. Only one worker in the fleet rescues at a time (advisory lock).
+    /// ``HTTPMethod/idempotent``, bound into the rescue statement so SQL and Swift share one list.
+    static let idempotentMethodNames = HTTPMethod.idempotent.map(\.rawValue)
+
     public static func rescueExpired(limit: Int = 1000, on connection: PostgresConnection) throws -> RescueResult {
         try connection.withTransaction { tx in
             let locked = try tx.query("select pg_try_advisory_xact_lock(\(Self.rescueLockKey))").rows.first?.decode(0, as: Bool.self) ?? false
@@ -252,7 +256,7 @@ extension JobsTable {
                 ),
                 judged as (
                     select j.id,
-                           case when j.method not in ('GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE', 'TRACE')
+                           case when j.method <> all(\(Self.idempotentMethodNames)::text[])
                                      and j.idempotency_key is null then 'ambiguous'
                                 when j.attempt >= j.max_attempts then 'exhausted'
                            end as verdict,
