@@ -35,7 +35,8 @@ let package = Package(
             dependencies: ["Postgres", "CourierCore"],
             resources: [.embedInCode("Migrations")]
         ),
-        .target(name: "CourierWorker", dependencies: ["CourierStore", "CourierHTTP", "CourierCore", "CourierCLI", "Postgres"]),
+        .target(name: "CourierHTTPServer", dependencies: ["CourierCore"]),
+        .target(name: "CourierWorker", dependencies: ["CourierStore", "CourierHTTP", "CourierHTTPServer", "CourierCore", "CourierCLI", "Postgres"]),
         .target(name: "CourierCLI", dependencies: ["CourierCore"]),
         .target(name: "CourierControl", dependencies: ["CourierCLI", "CourierStore", "CourierCore", "Postgres"]),
         .executableTarget(name: "jobctl", dependencies: ["CourierControl"]),
@@ -49,7 +50,8 @@ let package = Package(
         .testTarget(name: "CourierHTTPTests", dependencies: ["CourierHTTP", "CourierTestSupport"]),
         .testTarget(name: "CourierStoreTests", dependencies: ["CourierStore", "CourierTestSupport"]),
         .testTarget(name: "CourierCLITests", dependencies: ["CourierCLI", "CourierCore"]),
-        .testTarget(name: "CourierWorkerTests", dependencies: ["CourierWorker", "CourierCLI", "CourierTestSupport"], exclude: ["Golden"]),
+        .testTarget(name: "CourierHTTPServerTests", dependencies: ["CourierHTTPServer", "CourierCore"]),
+        .testTarget(name: "CourierWorkerTests", dependencies: ["CourierWorker", "CourierHTTPServer", "CourierCLI", "CourierTestSupport"], exclude: ["Golden"]),
         .testTarget(name: "CourierControlTests", dependencies: ["CourierControl", "CourierTestSupport"], exclude: ["Golden"]),
     ]
 )
