@@ -4,9 +4,12 @@ import PackageDescription
 // Courier: a PostgreSQL-backed job queue for outbound network work.
 // Module graph (each arrow is a dependency):
 //   CLibPQ <- Postgres <- CourierStore <- CourierWorker <- jobworker
-//   CCurl  <- CourierHTTP ----------------^
-//   CourierCore (pure domain, no I/O) <- CourierStore, CourierHTTP, CourierWorker
-//   CourierCLI (argument parsing) <- CourierControl <- jobctl
+//   CCurl  <- CourierHTTP ----------------^  ^  ^
+//   CourierHTTPServer (HTTP/1.1 server, router, Prometheus text) -+  |
+//   CourierCLI (argument parsing) -----------------------------------+ (JobworkerCommand)
+//   CourierCLI, CourierStore <- CourierControl <- jobctl
+//   CourierCore (pure domain, no I/O: the one duration and timestamp grammar, queue-name
+//     rule, idempotent methods, breaker machine) <- every module above Postgres
 let package = Package(
     name: "Courier",
     platforms: [.macOS(.v14)],
