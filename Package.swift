@@ -8,6 +8,8 @@ import PackageDescription
 //   CourierHTTPServer (HTTP/1.1 server, router, Prometheus text) -+  |
 //   CourierCLI (argument parsing) -----------------------------------+ (JobworkerCommand)
 //   CourierCLI, CourierStore <- CourierControl <- jobctl
+//   (CourierStore is the only door to PostgreSQL: nothing above it imports Postgres;
+//    CourierControl still does, see the runtime issue's note)
 //   CourierCore (pure domain, no I/O: the one duration and timestamp grammar, queue-name
 //     rule, idempotent methods, breaker machine) <- every module above Postgres
 let package = Package(
@@ -39,11 +41,11 @@ let package = Package(
             resources: [.embedInCode("Migrations")]
         ),
         .target(name: "CourierHTTPServer", dependencies: ["CourierCore"]),
-        .target(name: "CourierWorker", dependencies: ["CourierStore", "CourierHTTP", "CourierHTTPServer", "CourierCore", "CourierCLI", "Postgres"]),
+        .target(name: "CourierWorker", dependencies: ["CourierStore", "CourierHTTP", "CourierHTTPServer", "CourierCore", "CourierCLI"]),
         .target(name: "CourierCLI", dependencies: ["CourierCore"]),
         .target(name: "CourierControl", dependencies: ["CourierCLI", "CourierStore", "CourierCore", "Postgres"]),
         .executableTarget(name: "jobctl", dependencies: ["CourierControl"]),
-        .executableTarget(name: "jobworker", dependencies: ["CourierWorker", "CourierCLI"]),
+        .executableTarget(name: "jobworker", dependencies: ["CourierWorker", "CourierStore", "CourierCLI"]),
         .executableTarget(name: "courier-bench", dependencies: ["CourierStore", "CourierWorker", "CourierHTTP", "CourierTestSupport", "Postgres"]),
         .executableTarget(name: "courier-breaker-sim", dependencies: ["CourierStore", "CourierWorker", "CourierCore", "CourierTestSupport", "Postgres"]),
         .target(name: "CourierTestSupport", dependencies: ["Postgres", "CourierCore", "CourierStore"]),

@@ -29,18 +29,21 @@ public enum Jobctl {
         } catch let error as UsageError {
             io.writeErr(error.description + "\n")
             return error.exitCode
-        } catch let error as PostgresError {
-            io.writeErr("error: \(error)\n")
-            // Undefined schema, table or function: the database was never migrated, or not to this version.
-            if let state = error.sqlState, ["3F000", "42P01", "42883"].contains(state) {
-                io.writeErr("hint: the courier schema is missing or older than this jobctl: run 'jobctl migrate'\n")
-            }
-            // A refused value (bad input caught by the database) is the caller's to fix.
-            let badInput = error.sqlState.map { $0 == "22023" || $0.hasPrefix("23") || $0.hasPrefix("22") } ?? false
-            return badInput ? 2 : 1
         } catch {
-            io.writeErr("error: \(error)\n")
-            return 1
+            // What the database said, by code: the store decides what a SQLSTATE means.
+            let failure = StoreError.from(error)
+            io.writeErr("error: \(failure)\n")
+            switch failure.code {
+            case .schemaMissing:
+                // Undefined schema, table or function: the database was never migrated, or not to this version.
+                io.writeErr("hint: the courier schema is missing or older than this jobctl: run 'jobctl migrate'\n")
+                return 1
+            case .badInput, .conflict:
+                // A refused value (bad input caught by the database) is the caller's to fix.
+                return 2
+            default:
+                return 1
+            }
         }
     }
 

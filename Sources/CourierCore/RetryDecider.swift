@@ -5,6 +5,9 @@ import Foundation
 ///
 /// The rules, in order:
 /// 1. success → `succeed`;
+/// 1a. an attempt an operator cancelled while it ran → `cancelled`; one aborted at
+///    shutdown after the grace (it may have been sent) → `ambiguous` unless safe to
+///    repeat, `exhausted` on the last attempt, else retried at once;
 /// 2. not retryable → dead letter: `invalid_response`, `cancelled`, or `permanent`
 ///    (client errors, 3xx, refused destinations);
 /// 3. may have been delivered, and the method is not idempotent and the job has
@@ -15,15 +18,34 @@ import Foundation
 /// 7. otherwise retry at now + delay; with a `Retry-After`, the destination
 ///    also gets a not-before time of now + the capped `Retry-After`.
 public enum RetryDecider {
+    /// Why an attempt was cut short by the worker's side rather than ended by the destination.
+    public enum Interruption: Sendable, Equatable {
+        /// An operator cancelled the job while it ran.
+        case cancelledByOperator
+        /// The shutdown grace ran out and the request was aborted mid-flight.
+        case abortedAtShutdown
+    }
+
     /// Applies the rules above.
     public static func decide(
         _ classification: Classification,
         job: JobRetryFacts,
         policy: RetryPolicy,
         now: Date,
+        interruption: Interruption? = nil,
         rng: inout some RandomNumberGenerator
     ) -> JobDecision {
         if classification.succeeded { return .succeed }
+        switch interruption {
+        case .cancelledByOperator:
+            return .deadLetter(.cancelled)
+        case .abortedAtShutdown:
+            if !job.isSafeToRepeat { return .deadLetter(.ambiguous) }
+            if job.attempt >= job.maxAttempts { return .deadLetter(.exhausted) }
+            return .retry(at: now, delay: .zero, destinationNotBefore: nil)
+        case nil:
+            break
+        }
         if let reason = classification.permanentReason { return .deadLetter(reason) }
         if classification.mayHaveBeenDelivered && !job.isSafeToRepeat { return .deadLetter(.ambiguous) }
         if job.attempt >= job.maxAttempts { return .deadLetter(.exhausted) }

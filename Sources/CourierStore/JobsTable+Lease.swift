@@ -144,12 +144,12 @@ extension JobsTable {
     public struct DeadLetter: Sendable, Equatable {
         public var id: Int64
         public var attempt: Int
-        public var reason: String
+        public var reason: DeadLetterReason
         /// The last attempt's error entry, JSON; nil when no attempt ran (e.g. a deadline passed while waiting).
         public var errorJSON: String?
-        public var lastClass: String?
+        public var lastClass: ErrorClass?
         public var lastStatus: Int?
-        public init(id: Int64, attempt: Int, reason: String, errorJSON: String?, lastClass: String?, lastStatus: Int?) {
+        public init(id: Int64, attempt: Int, reason: DeadLetterReason, errorJSON: String?, lastClass: ErrorClass?, lastStatus: Int?) {
             self.id = id
             self.attempt = attempt
             self.reason = reason
@@ -167,8 +167,8 @@ extension JobsTable {
         return try connection.query("""
             with gone as (
                 delete from courier.jobs j
-                using unnest(\(letters.map(\.id)), \(letters.map(\.attempt)), \(letters.map(\.reason)),
-                             \(letters.map { $0.errorJSON ?? "" }), \(letters.map { $0.lastClass ?? "" }),
+                using unnest(\(letters.map(\.id)), \(letters.map(\.attempt)), \(letters.map(\.reason.rawValue)),
+                             \(letters.map { $0.errorJSON ?? "" }), \(letters.map { $0.lastClass?.rawValue ?? "" }),
                              \(letters.map { $0.lastStatus ?? -1 })) as a(id, attempt, reason, error, last_class, last_status)
                 where j.id = a.id and j.attempt = a.attempt and j.leased_by = \(worker)
                 returning j.*, a.reason as dl_reason, a.error as dl_error, a.last_class as dl_class, a.last_status as dl_status

@@ -1,6 +1,5 @@
 import CourierStore
 import Foundation
-import Postgres
 
 /// One decided outcome waiting to be written. Acknowledgements are buffered and
 /// written in batches, one statement per kind, each fenced by the job's lease.
@@ -18,39 +17,12 @@ enum Acknowledgement: Sendable, Equatable {
     case probeAbandon(destination: String, generation: Int64)
 }
 
-/// The acknowledgements not yet written, shared by the job tasks (producers) and
-/// the acknowledging thread (consumer).
-final class AcknowledgementBuffer: @unchecked Sendable {
-    private let lock = NSLock()
-    private var items: [Acknowledgement] = []
-
-    var count: Int { lock.withLock { items.count } }
-
-    func append(_ item: Acknowledgement) {
-        lock.withLock { items.append(item) }
-    }
-
-    /// Takes up to `limit` items, oldest first.
-    func take(limit: Int) -> [Acknowledgement] {
-        lock.withLock {
-            let taken = Array(items.prefix(limit))
-            items.removeFirst(taken.count)
-            return taken
-        }
-    }
-
-    /// Puts items that failed to be written back at the front, to be tried again.
-    func putBack(_ batch: [Acknowledgement]) {
-        lock.withLock { items.insert(contentsOf: batch, at: 0) }
-    }
-}
-
 extension Acknowledgement {
     /// Writes a batch: one statement per kind of acknowledgement present.
     /// - Parameter archiveSuccesses: whether succeeded jobs are kept in `completed_jobs`
     ///   (false when the worker runs with `--retention 0`).
     static func write(_ batch: [Acknowledgement], worker: UUID, breakerPolicy: BreakersTable.ReportPolicy,
-                      jitter: Double, archiveSuccesses: Bool = true, on connection: PostgresConnection) throws {
+                      jitter: Double, archiveSuccesses: Bool = true, to store: any WorkerStore) throws {
         var successes: [JobsTable.Success] = []
         var retries: [JobsTable.Retry] = []
         var letters: [JobsTable.DeadLetter] = []
@@ -74,20 +46,42 @@ extension Acknowledgement {
         }
         // Pauses first, so a job retried after Retry-After cannot be claimed before its destination is paused.
         for (destination, ms) in pauses.sorted(by: { $0.key < $1.key }) {
-            try BreakersTable.pause(destination: destination, milliseconds: ms, on: connection)
+            try store.breakerPause(destination: destination, milliseconds: ms)
         }
         for (destination, generation, succeeded) in probes {
-            try BreakersTable.probeResult(destination: destination, generation: generation, succeeded: succeeded,
-                                          worker: worker.uuidString.lowercased(), policy: breakerPolicy, jitter: jitter,
-                                          on: connection)
+            _ = try store.breakerProbeResult(destination: destination, generation: generation, succeeded: succeeded,
+                                             worker: worker.uuidString.lowercased(), policy: breakerPolicy, jitter: jitter)
         }
         for (destination, generation) in abandoned {
-            try BreakersTable.abandonProbe(destination: destination, generation: generation,
-                                           worker: worker.uuidString.lowercased(), on: connection)
+            _ = try store.breakerAbandonProbe(destination: destination, generation: generation,
+                                              worker: worker.uuidString.lowercased())
         }
-        try JobsTable.complete(successes, worker: worker, archive: archiveSuccesses, on: connection)
-        try JobsTable.retry(retries, worker: worker, on: connection)
-        try JobsTable.deadLetter(letters, worker: worker, on: connection)
-        try JobsTable.handBack(ids: handBackIDs, attempts: handBackAttempts, worker: worker, on: connection)
+        _ = try store.jobsComplete(successes, worker: worker, archive: archiveSuccesses)
+        _ = try store.jobsRetry(retries, worker: worker)
+        _ = try store.jobsDeadLetter(letters, worker: worker)
+        _ = try store.jobsHandBack(ids: handBackIDs, attempts: handBackAttempts, worker: worker)
+    }
+}
+
+extension Acknowledgement {
+    /// Whether writing it puts a job back in the queue (so the claimer should look).
+    var requeuesJob: Bool {
+        switch self {
+        case .retry, .handBack: true
+        default: false
+        }
+    }
+
+    /// A short description for logs: the kind and the job or destination, no payload.
+    var summary: String {
+        switch self {
+        case .success(let s): "success job=\(s.id) attempt=\(s.attempt)"
+        case .retry(let r): "retry job=\(r.id) attempt=\(r.attempt)"
+        case .deadLetter(let d): "dead_letter job=\(d.id) attempt=\(d.attempt) reason=\(d.reason)"
+        case .handBack(let id, let attempt): "hand_back job=\(id) attempt=\(attempt)"
+        case .destinationPause(let destination, let ms): "pause destination=\(destination) ms=\(ms)"
+        case .probeResult(let destination, let generation, let ok): "probe_result destination=\(destination) generation=\(generation) healthy=\(ok)"
+        case .probeAbandon(let destination, let generation): "probe_abandon destination=\(destination) generation=\(generation)"
+        }
     }
 }

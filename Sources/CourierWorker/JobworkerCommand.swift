@@ -1,7 +1,7 @@
 import CourierCLI
 import CourierCore
 import Foundation
-import Postgres
+import CourierStore
 
 /// The declaration of the `jobworker` command line: every flag, its default and its
 /// `COURIER_<NAME>` environment variable, and how the parsed values become a
@@ -127,13 +127,13 @@ extension WorkerConfiguration {
     }
 
     /// The defaults, as one value (the database left to libpq's defaults).
-    public static let defaults = WorkerConfiguration(database: PostgresConfiguration(connectionString: ""))
+    public static let defaults = WorkerConfiguration(database: DatabaseConfiguration(connectionString: ""))
 
     /// Reads a configuration from the parsed `jobworker` command line (flags, then
     /// `COURIER_*` variables, then ``defaults``).
     public init(command: ParsedCommand, environment: [String: String]) throws(UsageError) {
         let d = Self.defaults
-        self.init(database: PostgresConfiguration.resolve(flag: command.value("database-url"), environment: environment))
+        self.init(database: DatabaseConfiguration.resolve(flag: command.value("database-url"), environment: environment))
         database.applicationName = "jobworker"
         queues = try command.list("queues")
         concurrency = try command.int("concurrency", range: Bounds.concurrency) ?? d.concurrency

@@ -1,6 +1,5 @@
 import CourierStore
 import Foundation
-import Postgres
 
 /// Samples fleet-wide figures (queue depth, breakers, dead letters, live workers)
 /// from the database for `/metrics`, on its own thread and its own connection,
@@ -36,7 +35,7 @@ public final class MetricsServerSampler: @unchecked Sendable {
     /// The most breakers exported one by one (the rest are only counted per state).
     static let openBreakerLimit = 200
 
-    private let database: PostgresConfiguration
+    private let database: DatabaseConfiguration
     private let interval: Duration
     private let logger: Logger
     private let lock = NSLock()
@@ -47,7 +46,7 @@ public final class MetricsServerSampler: @unchecked Sendable {
     private let finished = DispatchSemaphore(value: 0)
 
     /// - Parameter interval: the time between samples. Default 5 s.
-    public init(database: PostgresConfiguration, interval: Duration = .seconds(5), logger: Logger) {
+    public init(database: DatabaseConfiguration, interval: Duration = .seconds(5), logger: Logger) {
         var configuration = database
         configuration.applicationName = "courier-metrics"
         self.database = configuration
@@ -83,19 +82,13 @@ public final class MetricsServerSampler: @unchecked Sendable {
     private var isStopping: Bool { lock.withLock { stopping } }
 
     private func loop() {
-        var connection: PostgresConnection?
+        // A sample must never hang behind a lock for long.
+        let session = StoreSession(configuration: database, statementTimeout: .seconds(10), pause: { _ in })
+        defer { session.close() }
         var failing = false
-        defer { connection?.close() }
         while !isStopping {
-            do {
-                if connection == nil || connection?.isConnected == false {
-                    connection?.close()
-                    let fresh = try PostgresConnection.connect(database)
-                    // A sample must never hang behind a lock for long.
-                    try fresh.simpleQuery("set statement_timeout = '10s'")
-                    connection = fresh
-                }
-                let sample = try Self.sample(on: connection!)
+            switch session.run({ try Self.sample(from: $0) }) {
+            case .success(let sample):
                 lock.withLock {
                     current.latest = sample
                     current.successes += 1
@@ -104,13 +97,11 @@ public final class MetricsServerSampler: @unchecked Sendable {
                     failing = false
                     logger.info("metrics sampling works again")
                 }
-            } catch {
-                connection?.close()
-                connection = nil
+            case .failure(let error):
                 lock.withLock { current.failures += 1 }
                 if !failing {
                     failing = true
-                    logger.warning("metrics sampling failed; serving the last sample", [("error", "\(error)")])
+                    logger.warning("metrics sampling failed; serving the last sample", [("error", error.description)])
                 }
             }
             wake.wait(timeout: interval)
@@ -118,14 +109,9 @@ public final class MetricsServerSampler: @unchecked Sendable {
     }
 
     /// Reads one sample. The statements are read-only.
-    public static func sample(on connection: PostgresConnection) throws -> Sample {
-        let depths = try StatsQueries.queueDepths(on: connection)
-        let dead = try StatsQueries.deadLetterCounts(on: connection)
-        let states = try StatsQueries.breakerStates(on: connection)
-        let open = try StatsQueries.openBreakers(limit: openBreakerLimit, on: connection)
-        let transitions = try StatsQueries.breakerTransitionCounts(on: connection)
-        let live = try StatsQueries.liveWorkerCount(on: connection)
-        return Sample(takenAt: Date(), queueDepths: depths, deadLetters: dead, breakerStates: states,
-                      openBreakers: open, breakerTransitions: transitions, liveWorkers: live)
+    static func sample(from store: any WorkerStore) throws -> Sample {
+        Sample(takenAt: Date(), queueDepths: try store.statsQueueDepths(), deadLetters: try store.statsDeadLetterCounts(),
+               breakerStates: try store.statsBreakerStates(), openBreakers: try store.statsOpenBreakers(limit: openBreakerLimit),
+               breakerTransitions: try store.statsBreakerTransitionCounts(), liveWorkers: try store.statsLiveWorkerCount())
     }
 }

@@ -83,6 +83,9 @@ extension PrometheusText {
                         Sample("courier_lease_rescues_total", [("result", "requeued")], Double(m.rescuedRequeued)),
                         Sample("courier_lease_rescues_total", [("result", "dead_lettered")], Double(m.rescuedDeadLettered)),
                     ])
+        page.single("courier_acknowledgements_dropped_total", .counter,
+                    help: "Results the database refused even one at a time; their jobs are rescued when the lease expires.",
+                    Double(m.droppedAcknowledgements))
         fleetFamilies(&page, sampling: sampling, now: now)
         return page.text
     }

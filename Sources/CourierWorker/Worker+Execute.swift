@@ -1,52 +1,60 @@
 import CourierCore
 import CourierStore
 import Foundation
-import Postgres
 
 /// Running one job and turning its outcome into one decision.
 extension Worker {
-    /// Marks a job started, unless shutdown began first (then it goes back unstarted).
-    func begin(_ id: Int64) -> Bool {
-        lock.withLock {
-            guard !stopping, inFlight[id] != nil else { return false }
-            inFlight[id]?.started = true
-            return true
-        }
-    }
+    typealias Lease = WorkerStateMachine.Lease
 
-    func execute(_ job: ClaimedJob) async {
-        guard begin(job.id) else {
-            acknowledge(.handBack(id: job.id, attempt: job.attempt))
-            finish(job.id)
+    /// Runs one job in the jobs' task group and queues the write of its result.
+    func execute(_ lease: Lease) async {
+        guard let entry = withState({ $0.jobs[lease] }) else { return }
+        let job = entry.job
+        switch withState({ $0.started(lease) }) {
+        case .ignore:
             return
+        case .handBack:
+            // Shutdown began before the job started: back to the queue without using an attempt.
+            acknowledge(.handBack(id: job.id, attempt: job.attempt))
+            if let generation = entry.probeGeneration {
+                acknowledge(.probeAbandon(destination: job.destination, generation: generation))
+            }
+            finish(lease)
+            return
+        case .run:
+            break
         }
-        let startedAt = Date()
-        let clock = ContinuousClock.now
+        let startedAt = clock.now()
+        let began = clock.instant()
         let classification: Classification
         if let deadline = job.deadline, deadline <= startedAt {
             classification = Classification(succeeded: false, errorClass: nil, message: "the deadline passed before the attempt",
                                             mayHaveBeenDelivered: false, retryable: false)
-            acknowledge(.deadLetter(.init(id: job.id, attempt: job.attempt, reason: DeadLetterReason.deadline.rawValue,
+            acknowledge(.deadLetter(.init(id: job.id, attempt: job.attempt, reason: .deadline,
                                           errorJSON: nil, lastClass: nil, lastStatus: nil)))
+            if let generation = entry.probeGeneration {
+                // Nothing was sent: the probe says nothing about the destination.
+                acknowledge(.probeAbandon(destination: job.destination, generation: generation))
+            }
             metrics.recordDeadLetter(reason: .deadline)
             logJob(job, "job dead-lettered", classification, [("reason", "deadline")])
-            finish(job.id)
+            finish(lease)
             return
         } else if job.cancelRequested {
             classification = Classification(succeeded: false, errorClass: .cancelled, message: "cancelled by an operator",
                                             mayHaveBeenDelivered: false, retryable: false)
-        } else if let handler = lock.withLock({ handlers[job.kind] }) {
+        } else if let handler = handler(for: job.kind) {
             classification = await handler.perform(job)
         } else {
             classification = Classification(succeeded: false, errorClass: .client,
                                             message: "no handler is registered for job kind '\(job.kind)'",
                                             mayHaveBeenDelivered: false, retryable: false)
         }
-        let elapsed = ContinuousClock.now - clock
-        let flags = lock.withLock { inFlight[job.id].map { ($0.cancelledByOperator, $0.abortedByShutdown, $0.probeGeneration) } }
-            ?? (false, false, nil)
-        if let generation = flags.2 {
-            if flags.0 || flags.1 || classification.errorClass == .cancelled {
+        let elapsed = clock.instant() - began
+        let ended = withState { $0.jobs[lease] } ?? entry
+        let (cancelledByOperator, abortedByShutdown) = (ended.cancelledByOperator, ended.abortedByShutdown)
+        if let generation = ended.probeGeneration {
+            if cancelledByOperator || abortedByShutdown || classification.errorClass == .cancelled {
                 // Cancelled or aborted at shutdown: the probe says nothing about the destination.
                 acknowledge(.probeAbandon(destination: job.destination, generation: generation))
             } else {
@@ -55,22 +63,27 @@ extension Worker {
                     || (!classification.countsAsBreakerFailure && classification.errorClass != .throttled)
                 acknowledge(.probeResult(destination: job.destination, generation: generation, succeeded: healthy))
             }
-        } else if !flags.0 && !flags.1 {
-            noteEvidence(job.destination, classification)
+        } else if !cancelledByOperator && !abortedByShutdown {
+            breakerReporter.note(job.destination, classification)
         }
         record(job, classification, startedAt: startedAt, elapsed: elapsed,
-               cancelledByOperator: flags.0, abortedByShutdown: flags.1)
-        finish(job.id)
+               cancelledByOperator: cancelledByOperator, abortedByShutdown: abortedByShutdown)
+        finish(lease)
     }
 
-    func finish(_ id: Int64) {
-        lock.withLock { _ = inFlight.removeValue(forKey: id) }
-        claimSignal.signal()
+    /// The job's task is done with it: the slot is free.
+    func finish(_ lease: Lease) {
+        let (actions, running) = withState { state -> ([WorkerStateMachine.Action], Bool) in
+            (state.finished(lease).actions, state.isRunning)
+        }
+        perform(actions)
+        // The supervisor waits on finished jobs only while shutting down.
+        if !running { stateChanged.signal() }
+        claimerThread.wake()
     }
 
     func acknowledge(_ item: Acknowledgement) {
-        acknowledgements.append(item)
-        ackSignal.signal()
+        completer.append(item)
     }
 
     /// Turns one attempt's classification into its decision and queues the write.
@@ -80,10 +93,7 @@ extension Worker {
         metrics.recordAttempt(classification)
         let statsKey = AttemptStatsTable.Key(queue: job.queue, destination: job.destination,
                                              errorClass: classification.succeeded ? "success" : (classification.errorClass?.rawValue ?? "unknown"))
-        lock.withLock {
-            attemptCounts[statsKey, default: .init()].attempts += 1
-            if classification.succeeded && job.attempt > 1 { attemptCounts[statsKey, default: .init()].succeededAfterRetry += 1 }
-        }
+        statsFlusher.recordAttempt(statsKey, succeededAfterRetry: classification.succeeded && job.attempt > 1)
         if classification.succeeded {
             acknowledge(.success(.init(id: job.id, attempt: job.attempt, status: classification.status, durationMilliseconds: durationMs)))
             metrics.recordSuccess(afterRetry: job.attempt > 1)
@@ -94,26 +104,23 @@ extension Worker {
                                   maxAttempts: job.maxAttempts, deadline: job.deadline,
                                   previousDelay: job.lastDelayMilliseconds.map { .milliseconds($0) })
         var effective = classification
-        let decision: JobDecision
+        let interruption: RetryDecider.Interruption?
         if cancelledByOperator {
+            interruption = .cancelledByOperator
             effective.errorClass = .cancelled
             effective.message = "cancelled by an operator while running: " + classification.message
-            decision = .deadLetter(.cancelled)
         } else if abortedByShutdown {
+            interruption = .abortedAtShutdown
             // The request was aborted mid-flight: it may have been delivered.
             effective.errorClass = .cancelled
             effective.message = "aborted at shutdown after the grace period; the request may have been sent"
-            if !facts.isSafeToRepeat {
-                decision = .deadLetter(.ambiguous)
-            } else if job.attempt >= job.maxAttempts {
-                decision = .deadLetter(.exhausted)
-            } else {
-                decision = .retry(at: Date(), delay: .zero, destinationNotBefore: nil)
-            }
         } else {
-            decision = lock.withLock {
-                RetryDecider.decide(classification, job: facts, policy: queuePolicies.policy(for: job.queue), now: Date(), rng: &random)
-            }
+            interruption = nil
+        }
+        let policy = settings.policy(for: job.queue)
+        let now = clock.now()
+        let decision = withRandom {
+            RetryDecider.decide(classification, job: facts, policy: policy, now: now, interruption: interruption, rng: &$0)
         }
         let error = attemptJSON(job, effective, startedAt: startedAt, durationMs: durationMs)
         switch decision {
@@ -121,20 +128,17 @@ extension Worker {
             acknowledge(.success(.init(id: job.id, attempt: job.attempt, status: classification.status, durationMilliseconds: durationMs)))
         case .retry(_, let delay, let notBefore):
             if let notBefore {
-                let pause = max(Int64(0), Int64(notBefore.timeIntervalSinceNow * 1000))
+                let pause = max(Int64(0), Int64(notBefore.timeIntervalSince(clock.now()) * 1000))
                 acknowledge(.destinationPause(destination: job.destination, milliseconds: pause))
             }
             acknowledge(.retry(.init(id: job.id, attempt: job.attempt, delayMilliseconds: Int64(delay.milliseconds), errorJSON: error)))
             metrics.recordRetry(delay: delay)
-            lock.withLock {
-                attemptCounts[statsKey, default: .init()].addRetry(delayMilliseconds: Int64(delay.milliseconds))
-                let due = ContinuousClock.now + delay
-                nextRetryDue = nextRetryDue.map { min($0, due) } ?? due
-            }
+            statsFlusher.recordRetry(statsKey, delayMilliseconds: Int64(delay.milliseconds))
+            claimer.noteRetry(due: clock.instant() + delay)
             logJob(job, "attempt failed; retrying", effective, [("retry_in", DurationParser.format(delay))])
         case .deadLetter(let reason):
-            acknowledge(.deadLetter(.init(id: job.id, attempt: job.attempt, reason: reason.rawValue, errorJSON: error,
-                                          lastClass: effective.errorClass?.rawValue, lastStatus: effective.status)))
+            acknowledge(.deadLetter(.init(id: job.id, attempt: job.attempt, reason: reason, errorJSON: error,
+                                          lastClass: effective.errorClass, lastStatus: effective.status)))
             metrics.recordDeadLetter(reason: reason)
             logJob(job, "job dead-lettered", effective, [("reason", reason.rawValue)])
         }

@@ -1,96 +1,107 @@
 import CourierCore
 import CourierStore
 import Foundation
-import Postgres
 
 /// A `jobworker` process's runtime: leases jobs, runs them with bounded
 /// concurrency, turns every outcome into one decision and writes it back fenced by
 /// the lease; renews leases, rescues expired ones, and shuts down gracefully.
 ///
-/// The database loops (claim, acknowledge, maintenance, listen) each own a dedicated
-/// thread and connection, because libpq calls block; jobs themselves run as Swift
-/// tasks, so a slow request holds no thread.
+/// It is composed of small services (Claimer, Completer, Listener, Heartbeater,
+/// Rescuer, Pruner, BreakerReporter, Prober, StatsFlusher, SettingsRefresher), each
+/// on a thread and connection of its own, started in order and stopped in reverse
+/// order. Jobs run as child tasks of one task group (`JobRunner`). Which jobs the
+/// worker holds, and how far a shutdown has come, is one value,
+/// `WorkerStateMachine`, changed only under `stateLock`.
 public final class Worker: @unchecked Sendable {
-    public let id = UUID()
+    public let id: UUID
     public let configuration: WorkerConfiguration
     let logger: Logger
     let metrics: WorkerMetrics
-    var handlers: [String: any JobHandler] = [:]
+    let clock: WorkerClock
 
-    // State shared by the threads and the job tasks, guarded by `lock`.
-    let lock = NSLock()
-    var stopping = false
-    var inFlight: [Int64: InFlightJob] = [:]
-    var random = SystemRandomNumberGenerator()
-    /// Breaker evidence per destination since the last report, and when this worker
-    /// last reported failures for it (pure-success evidence is only worth a write
-    /// while failures are being counted).
-    var evidence: [String: BreakerEvidence] = [:]
-    var lastFailureReport: [String: ContinuousClock.Instant] = [:]
-    /// Attempt counts not yet added to `courier.attempt_stats`.
-    var attemptCounts: [AttemptStatsTable.Key: AttemptStatsTable.Counts] = [:]
-    var queuePolicies: QueuePolicies
-    /// The earliest time a job this worker retried falls due: the claim loop wakes
-    /// then instead of waiting for the next poll, so short backoffs stay short.
-    var nextRetryDue: ContinuousClock.Instant?
-    /// Migrations this worker was built with that the database has not applied; the
-    /// worker claims nothing while any are missing (guarded by `lock`).
-    var missingMigrationNames: [String] = []
+    private let handlersLock = NSLock()
+    private var handlers: [String: any JobHandler] = [:]
 
-    let acknowledgements = AcknowledgementBuffer()
-    let claimSignal = ThreadSignal()
-    let ackSignal = ThreadSignal()
-    let maintenanceSignal = ThreadSignal()
+    private let stateLock = NSLock()
+    private var state: WorkerStateMachine
+    /// Woken whenever a job finishes or a shutdown is asked for.
+    let stateChanged = ThreadSignal()
+
+    private let randomLock = NSLock()
+    private var random: any RandomNumberGenerator
+
     let outage: OutageTracker
-    let finished = DispatchGroup()
-    var shutdownStarted = false
-    /// Set by the graceful shutdown once no job is left to finish: the acknowledging
-    /// thread writes what is left and exits.
-    var drained = false
-    /// Set when the final writes could not be made before exiting (database down).
-    var ackGiveUp = false
+    let runner = JobRunner()
 
-    struct InFlightJob {
-        var job: ClaimedJob
-        var task: Task<Void, Never>?
-        var started = false
-        var cancelledByOperator = false
-        var abortedByShutdown = false
-        /// Set when this job is its destination's half-open probe.
-        var probeGeneration: Int64?
-    }
+    // The services, in start order.
+    var heartbeater: Heartbeater!
+    var completer: Completer!
+    var listener: Listener!
+    var rescuer: Rescuer!
+    var pruner: Pruner!
+    var breakerReporter: BreakerReporter!
+    var statsFlusher: StatsFlusher!
+    var settings: SettingsRefresher!
+    var prober: Prober!
+    var claimer: Claimer!
+    private var threads: [String: ServiceThread] = [:]
+    private var startOrder: [ServiceThread] = []
+
+    private let runLock = NSLock()
+    private var stoppedContinuation: CheckedContinuation<Void, Never>?
+    private var shutdownStarted = false
 
     /// - Parameters:
     ///   - httpHandler: runs the built-in `http` kind (normally `HTTPJobHandler`); `noop` is
     ///     built in too, and other kinds are added with `register(kind:handler:)`.
+    ///   - clock: the wall clock and monotonic clock the worker reads (tests inject one).
+    ///   - random: the source of jitter (tests inject a seeded one).
     public init(configuration: WorkerConfiguration, httpHandler: any JobHandler, logger: Logger,
-                metrics: WorkerMetrics = WorkerMetrics()) {
+                metrics: WorkerMetrics = WorkerMetrics(), clock: WorkerClock = .system,
+                random: any RandomNumberGenerator = SystemRandomNumberGenerator(), id: UUID = UUID()) {
+        self.id = id
         self.configuration = configuration
         self.logger = logger
         self.metrics = metrics
-        self.outage = OutageTracker(logger: logger)
-        self.queuePolicies = QueuePolicies(base: configuration.retryPolicy)
+        self.clock = clock
+        self.random = random
+        self.outage = OutageTracker(logger: logger, now: clock.now)
+        self.state = WorkerStateMachine(concurrency: configuration.concurrency)
         handlers["http"] = httpHandler
         handlers["noop"] = NoopJobHandler()
+        composeServices()
     }
 
     /// Registers a handler for a job kind (enqueued with `courier.enqueue_job(kind, args)`). Call before `run`.
     public func register(kind: String, handler: any JobHandler) {
-        lock.withLock { handlers[kind] = handler }
+        handlersLock.withLock { handlers[kind] = handler }
     }
 
+    func handler(for kind: String) -> (any JobHandler)? { handlersLock.withLock { handlers[kind] } }
+
     /// True once a graceful shutdown has begun.
-    public var isStopping: Bool { lock.withLock { stopping } }
+    public var isStopping: Bool { withState { !$0.isRunning } }
 
     /// Jobs this worker holds right now.
-    public var inFlightCount: Int { lock.withLock { inFlight.count } }
+    public var inFlightCount: Int { withState { $0.jobs.count } }
 
     /// Migrations this worker needs that the database lacks, as last checked; it claims
     /// nothing until they are applied (`jobctl migrate`).
-    public var missingMigrations: [String] { lock.withLock { missingMigrationNames } }
+    public var missingMigrations: [String] { claimer.missingMigrations }
 
-    /// Whether the database answered the last time any loop asked.
+    /// Whether the database answered the last time any service asked.
     public var isDatabaseReachable: Bool { !outage.isDown }
+
+    /// The shutdown phase and held jobs, as one value.
+    public var stateSnapshot: WorkerStateMachine { withState { $0 } }
+
+    func withState<T>(_ body: (inout WorkerStateMachine) -> T) -> T {
+        stateLock.withLock { body(&state) }
+    }
+
+    func withRandom<T>(_ body: (inout any RandomNumberGenerator) -> T) -> T {
+        randomLock.withLock { body(&random) }
+    }
 
     /// Runs until `shutdown()` (or SIGTERM/SIGINT via `ShutdownSignals`) and the
     /// graceful shutdown completes.
@@ -99,13 +110,15 @@ public final class Worker: @unchecked Sendable {
             ("worker", id.uuidString.lowercased()), ("queues", configuration.queues.joined(separator: ",")),
             ("concurrency", configuration.concurrency), ("lease", DurationParser.format(configuration.lease)),
         ])
-        startThread("courier-claim", claimLoop)
-        startThread("courier-ack", acknowledgeLoop)
-        startThread("courier-maintenance", maintenanceLoop)
-        startThread("courier-listen", listenLoop)
+        startOrder.forEach { $0.start() }
+        // The jobs' group: one task for the worker's life. It is not awaited at the end, so
+        // a job that ignores its abort cannot keep the process from exiting.
+        let jobs = Task { [runner] in await runner.run { [weak self] lease in await self?.execute(lease) } }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            finished.notify(queue: .global()) { continuation.resume() }
+            runLock.withLock { stoppedContinuation = continuation }
+            startSupervisorThread()
         }
+        if inFlightCount == 0 { await jobs.value }
         logger.info("worker stopped", [("worker", id.uuidString.lowercased())])
     }
 
@@ -113,30 +126,176 @@ public final class Worker: @unchecked Sendable {
     /// finish; claimed jobs that have not started go back at once without using an
     /// attempt; what still runs after the grace is aborted and handed back.
     public func shutdown() {
-        let first = lock.withLock { () -> Bool in
-            defer { stopping = true; shutdownStarted = true }
+        let first = runLock.withLock { () -> Bool in
+            defer { shutdownStarted = true }
             return !shutdownStarted
         }
         guard first else { return }
         logger.info("shutdown requested", [("in_flight", inFlightCount), ("grace", DurationParser.format(configuration.shutdownGrace))])
-        claimSignal.signal()
-        maintenanceSignal.signal()
+        let actions = withState { $0.shutdownRequested(now: clock.instant(), grace: configuration.shutdownGrace) }
+        perform(actions)
+        stateChanged.signal()
     }
 
-    func startThread(_ name: String, _ body: @escaping @Sendable () -> Void) {
-        finished.enter()
-        let thread = Thread { [finished] in
-            body()
-            finished.leave()
+    /// Carries out what the state machine decided.
+    func perform(_ actions: [WorkerStateMachine.Action]) {
+        for action in actions {
+            switch action {
+            case .stopClaiming:
+                heartbeaterThread.wake()
+            case .abort(let leases):
+                if !leases.isEmpty { logger.warning("grace period over; aborting in-flight jobs", [("jobs", leases.count)]) }
+                runner.cancel(leases)
+            case .cancel(let leases):
+                runner.cancel(leases)
+            case .flush:
+                stateChanged.signal()
+            }
         }
-        thread.name = name
+    }
+
+    /// The supervisor: waits for a shutdown, stops claiming, lets the state machine
+    /// move through draining and aborting as deadlines pass, then stops the remaining
+    /// services in reverse order and lets `run` return.
+    private func startSupervisorThread() {
+        let thread = Thread { [self] in
+            while !runLock.withLock({ shutdownStarted }) { stateChanged.wait(timeout: .seconds(3600)) }
+            // Claiming ends first: the claimer and prober were started last.
+            stop([proberThread, claimerThread])
+            while true {
+                let (phase, deadline) = withState { ($0.phase, $0.nextDeadline) }
+                if phase == .flushing { break }
+                let wait = deadline.map { max(.milliseconds(1), $0 - clock.instant()) } ?? .seconds(1)
+                stateChanged.wait(timeout: wait)
+                perform(withState { $0.tick(now: clock.instant()) })
+            }
+            runner.finish()
+            stop(startOrder.filter { $0 !== proberThread && $0 !== claimerThread })
+            withState { $0.stopped() }
+            let continuation = runLock.withLock { () -> CheckedContinuation<Void, Never>? in
+                defer { stoppedContinuation = nil }
+                return stoppedContinuation
+            }
+            continuation?.resume()
+        }
+        thread.name = "courier-supervisor"
         thread.stackSize = 1 << 20
         thread.start()
     }
 
-    func makeSession(channels: [String] = []) -> DatabaseSession {
-        DatabaseSession(configuration: configuration.database, outage: outage, logger: logger, channels: channels,
-                        shouldStop: { [weak self] in self?.isStopping ?? true })
+    /// Stops `services` in reverse order, each finished before the next is stopped.
+    private func stop(_ services: [ServiceThread]) {
+        for thread in services.reversed() {
+            thread.requestStop()
+            thread.join()
+        }
+    }
+
+    var heartbeaterThread: ServiceThread { threads[heartbeater.name]! }
+    var proberThread: ServiceThread { threads[prober.name]! }
+    var claimerThread: ServiceThread { threads[claimer.name]! }
+
+    /// Builds the services, each with its own session and thread.
+    private func composeServices() {
+        let database = configuration.database
+        let observer = outage.observer
+        func thread(for service: any WorkerService, gate: StopGate) -> ServiceThread {
+            let thread = ServiceThread(service, gate: gate, clock: clock.instant)
+            threads[service.name] = thread
+            startOrder.append(thread)
+            return thread
+        }
+        func session(_ gate: StopGate, channels: [String] = [], application: String? = nil) -> StoreSession {
+            StoreSession(configuration: database, channels: channels, observer: observer, pause: gate.pause)
+        }
+        let registration = WorkersTable.Registration(
+            id: id, host: ProcessInfo.processInfo.hostName, pid: Int(getpid()), queues: configuration.queues,
+            concurrency: configuration.concurrency, version: CourierVersion.current,
+            heartbeatIntervalMilliseconds: Int(configuration.heartbeatInterval.milliseconds))
+
+        var gate = StopGate()
+        heartbeater = Heartbeater(configuration: .init(configuration, registration: registration), session: session(gate), holder: self)
+        _ = thread(for: heartbeater, gate: gate)
+
+        gate = StopGate()
+        let breakerPolicy = configuration.breakerPolicy
+        completer = Completer(configuration: .init(configuration, worker: id), session: session(gate), logger: logger,
+                              metrics: metrics,
+                              jitter: { [unowned self] in withRandom { breakerPolicy.cooldownJitterFactor(using: &$0) } },
+                              clock: clock.instant)
+        let completerThread = thread(for: completer, gate: gate)
+        completer.wake = { completerThread.wake() }
+
+        gate = StopGate()
+        listener = Listener(session: session(gate, channels: Listener.channels),
+                            jobsArrived: { [unowned self] in claimerThread.wake() },
+                            cancelAnnounced: { [unowned self] in
+                                heartbeater.requestCancelCheck()
+                                heartbeaterThread.wake()
+                            })
+        _ = thread(for: listener, gate: gate)
+
+        gate = StopGate()
+        rescuer = Rescuer(configuration: .init(configuration), session: session(gate), logger: logger, metrics: metrics)
+        _ = thread(for: rescuer, gate: gate)
+
+        gate = StopGate()
+        pruner = Pruner(configuration: .init(configuration), session: session(gate))
+        _ = thread(for: pruner, gate: gate)
+
+        gate = StopGate()
+        breakerReporter = BreakerReporter(configuration: .init(configuration, worker: id), session: session(gate), logger: logger,
+                                          jitteredCooldown: { [unowned self] policy in
+                                              withRandom { policy.jitteredCooldown(policy.cooldown, using: &$0) }
+                                          })
+        let reporterThread = thread(for: breakerReporter, gate: gate)
+        breakerReporter.wake = { reporterThread.wake() }
+
+        gate = StopGate()
+        statsFlusher = StatsFlusher(session: session(gate))
+        _ = thread(for: statsFlusher, gate: gate)
+
+        gate = StopGate()
+        settings = SettingsRefresher(base: configuration.retryPolicy, session: session(gate))
+        _ = thread(for: settings, gate: gate)
+
+        gate = StopGate()
+        prober = Prober(configuration: .init(configuration, worker: id), session: session(gate), intake: self, logger: logger)
+        _ = thread(for: prober, gate: gate)
+
+        gate = StopGate()
+        claimer = Claimer(configuration: .init(configuration, worker: id), session: session(gate), intake: self,
+                          completer: completer, settings: settings, logger: logger, metrics: metrics)
+        _ = thread(for: claimer, gate: gate)
+        completer.requeued = { [unowned self] in claimerThread.wake() }
+    }
+}
+
+extension Worker: JobIntake {
+    var freeSlots: Int { withState { $0.freeSlots } }
+    var heldCount: Int { withState { $0.jobs.count } }
+
+    func accept(_ jobs: [ClaimedJob], probeGeneration: Int64?) {
+        guard !jobs.isEmpty else { return }
+        switch withState({ $0.claimed(jobs, probeGeneration: probeGeneration) }) {
+        case .start(let leases):
+            runner.submit(leases)
+        case .handBack:
+            // Shutdown began while the claim ran: back to the queue, no attempt used.
+            for job in jobs { completer.append(.handBack(id: job.id, attempt: job.attempt)) }
+            if let generation = probeGeneration, let job = jobs.first {
+                completer.append(.probeAbandon(destination: job.destination, generation: generation))
+            }
+        }
+    }
+}
+
+extension Worker: LeaseHolder {
+    var heldIDs: [Int64] { withState { $0.heldIDs } }
+
+    func cancelRequested(_ ids: [Int64]) {
+        guard !ids.isEmpty else { return }
+        perform(withState { $0.cancelRequested(ids: ids) })
     }
 }
 

@@ -1,11 +1,12 @@
 import CourierCore
+import CourierStore
 import Foundation
-import Postgres
+
 
 /// Everything a worker is told by flags or `COURIER_*` variables, with documented defaults.
 public struct WorkerConfiguration: Sendable {
     /// Where the queue lives.
-    public var database: PostgresConfiguration
+    public var database: DatabaseConfiguration
     /// Queues to take jobs from, claimed round-robin. Default `["default"]`.
     public var queues: [String] = ["default"]
     /// Jobs run at once. Default 32.
@@ -39,7 +40,7 @@ public struct WorkerConfiguration: Sendable {
     /// `host:port` for /metrics, /healthz and /readyz; nil disables the endpoint.
     public var metricsAddress: String?
 
-    public init(database: PostgresConfiguration) {
+    public init(database: DatabaseConfiguration) {
         self.database = database
     }
 

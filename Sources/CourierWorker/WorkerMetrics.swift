@@ -49,6 +49,7 @@ public final class WorkerMetrics: @unchecked Sendable {
     private var ackedJobs = 0
     private var rescuedRequeued = 0
     private var rescuedDeadLettered = 0
+    private var droppedAcknowledgements = 0
     private var retryDelays = Histogram(bounds: WorkerMetrics.retryDelayBounds)
 
     /// Retry delays in seconds.
@@ -77,6 +78,8 @@ public final class WorkerMetrics: @unchecked Sendable {
         public var ackLatency: Histogram
         public var rescuedRequeued: Int
         public var rescuedDeadLettered: Int
+        /// Results the database refused even one at a time, dropped (their jobs are rescued when the lease expires).
+        public var droppedAcknowledgements: Int
         public var retryDelays: Histogram
         public var retryDelayBuckets: [(le: Double, count: Int)] { retryDelays.cumulative }
         public var retryDelayCount: Int { retryDelays.count }
@@ -95,7 +98,8 @@ public final class WorkerMetrics: @unchecked Sendable {
                 retries: retries, deadLettersByReason: deadLettersByReason, claimBatches: claimBatches.count,
                 claimedJobs: Int(claimBatches.sum), claimBatchSizes: claimBatches, ackFlushes: ackFlushes.count,
                 ackedJobs: ackedJobs, ackLatencySeconds: ackFlushes.sum, ackLatency: ackFlushes,
-                rescuedRequeued: rescuedRequeued, rescuedDeadLettered: rescuedDeadLettered, retryDelays: retryDelays)
+                rescuedRequeued: rescuedRequeued, rescuedDeadLettered: rescuedDeadLettered,
+                droppedAcknowledgements: droppedAcknowledgements, retryDelays: retryDelays)
         }
     }
 
@@ -141,5 +145,9 @@ public final class WorkerMetrics: @unchecked Sendable {
             rescuedRequeued += requeued
             rescuedDeadLettered += deadLettered
         }
+    }
+
+    func recordDroppedAcknowledgement() {
+        lock.withLock { droppedAcknowledgements += 1 }
     }
 }

@@ -115,8 +115,8 @@ struct JobCommandsTests {
                                         worker: worker, on: fixture.db) == [id])
             let second = try lease(id, in: fixture)
             let lastError = #"{"attempt": 2, "class": "server", "status": 500, "message": "HTTP 500", "duration_ms": 7}"#
-            #expect(try JobsTable.deadLetter([.init(id: id, attempt: second.attempt, reason: "exhausted", errorJSON: lastError,
-                                                    lastClass: "server", lastStatus: 500)], worker: worker, on: fixture.db) == [id])
+            #expect(try JobsTable.deadLetter([.init(id: id, attempt: second.attempt, reason: .exhausted, errorJSON: lastError,
+                                                    lastClass: .server, lastStatus: 500)], worker: worker, on: fixture.db) == [id])
             #expect(try fixture.jobCount == 0)
 
             let json = try fixture.run(["show", String(id), "--json"]).object()

@@ -21,16 +21,6 @@ struct OutageReplayTests {
          "--breaker-failures", "1000", "--breaker-min-volume", "1000000", "--log-level", "warning"]
     }
 
-    /// Polls `condition` until it holds; the timeout only guards against hangs.
-    static func eventually(timeout: Duration = .seconds(90), _ condition: () throws -> Bool) rethrows -> Bool {
-        let end = ContinuousClock.now + timeout
-        while ContinuousClock.now < end {
-            if try condition() { return true }
-            Thread.sleep(forTimeInterval: 0.05)
-        }
-        return try condition()
-    }
-
     @Test func outageDryRunAndPacedReplayDeliverEveryKeyOnce() throws {
         try ControlFixture.with { fixture throws in
             let server = try FaultServer(defaultBehavior: .json200)
@@ -52,7 +42,7 @@ struct OutageReplayTests {
             let logs = { workers.map(\.output).joined(separator: "\n---\n") }
 
             // The outage: every job is exhausted into the dead letters.
-            let exhausted = try Self.eventually { try fixture.deadLetterCount == Self.jobs }
+            let exhausted = try eventuallyBlocking(timeout: .seconds(90)) { try fixture.deadLetterCount == Self.jobs }
             let found = try fixture.deadLetterCount
             try #require(exhausted, "60 dead letters expected, found \(found); worker logs:\n\(logs())")
             #expect(try fixture.jobCount == 0)
@@ -92,7 +82,7 @@ struct OutageReplayTests {
             #expect(replay.status == 0, "\(replay)")
             #expect(replay.out.hasPrefix("replayed \(Self.jobs) dead letters (\(destination): \(Self.jobs)), paced over"), "\(replay.out)")
 
-            let delivered = try Self.eventually {
+            let delivered = try eventuallyBlocking(timeout: .seconds(90)) {
                 try fixture.int("select count(*)::bigint from courier.completed_jobs") == Self.jobs
             }
             try #require(delivered, "every replayed job should succeed; worker logs:\n\(logs())")

@@ -16,11 +16,29 @@ import Testing
     }
 
     func decide(_ c: Classification, method: String = "POST", key: Bool = false, attempt: Int = 1, max: Int = 5,
-                deadline: Date? = nil, previous: Duration? = nil, policy: RetryPolicy? = nil) -> JobDecision {
+                deadline: Date? = nil, previous: Duration? = nil, policy: RetryPolicy? = nil,
+                interruption: RetryDecider.Interruption? = nil) -> JobDecision {
         var rng = SplitMix64(seed: 5)
         return RetryDecider.decide(
             c, job: JobRetryFacts(method: method, hasIdempotencyKey: key, attempt: attempt, maxAttempts: max, deadline: deadline, previousDelay: previous),
-            policy: policy ?? self.policy, now: now, rng: &rng)
+            policy: policy ?? self.policy, now: now, interruption: interruption, rng: &rng)
+    }
+
+    @Test func anOperatorsCancelDeadLettersAsCancelledWhateverTheOutcome() {
+        let aborted = classify(.cancelled(maybeSent: true))
+        #expect(decide(aborted, method: "GET", key: true, interruption: .cancelledByOperator) == .deadLetter(.cancelled))
+        #expect(decide(classify(status(500)), method: "GET", key: true, interruption: .cancelledByOperator) == .deadLetter(.cancelled))
+        #expect(decide(classify(status(200)), interruption: .cancelledByOperator) == .succeed, "a request that succeeded before the cancel landed succeeded")
+    }
+
+    @Test func anAbortAtShutdownIsRetriedAtOnceOnlyWhenSafe() {
+        let aborted = classify(.cancelled(maybeSent: true))
+        #expect(decide(aborted, method: "POST", key: false, interruption: .abortedAtShutdown) == .deadLetter(.ambiguous))
+        #expect(decide(aborted, method: "POST", key: true, attempt: 5, max: 5, interruption: .abortedAtShutdown) == .deadLetter(.exhausted))
+        #expect(decide(aborted, method: "POST", key: true, attempt: 2, max: 5, interruption: .abortedAtShutdown)
+            == .retry(at: now, delay: .zero, destinationNotBefore: nil))
+        #expect(decide(aborted, method: "GET", key: false, interruption: .abortedAtShutdown)
+            == .retry(at: now, delay: .zero, destinationNotBefore: nil))
     }
 
     @Test func successSucceeds() {

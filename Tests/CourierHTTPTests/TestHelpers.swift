@@ -38,16 +38,7 @@ extension HTTPResponseSummary {
     var bodyText: String { String(decoding: bodyPrefix, as: UTF8.self) }
 }
 
-/// Polls `condition` until it holds; the timeout only prevents a hang.
-func eventually(timeout: Duration = .seconds(20), _ condition: () -> Bool) async -> Bool {
-    let clock = ContinuousClock()
-    let deadline = clock.now + timeout
-    while clock.now < deadline {
-        if condition() { return true }
-        try? await Task.sleep(for: .milliseconds(5))
-    }
-    return condition()
-}
+
 
 /// Collects values from any thread (for spying on the address guard).
 final class Collector<T: Sendable>: @unchecked Sendable {

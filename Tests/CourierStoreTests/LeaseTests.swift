@@ -109,7 +109,7 @@ import Testing
             #expect(retried?.errors.map(\.errorClass) == ["server"])
             #expect((retried?.runAt ?? .distantPast) > Date().addingTimeInterval(50))
 
-            #expect(try JobsTable.deadLetter([.init(id: ids[2], attempt: 1, reason: "permanent", errorJSON: error, lastClass: "client", lastStatus: 404)], worker: workerA, on: db) == [ids[2]])
+            #expect(try JobsTable.deadLetter([.init(id: ids[2], attempt: 1, reason: .permanent, errorJSON: error, lastClass: .client, lastStatus: 404)], worker: workerA, on: db) == [ids[2]])
             let dead = try JobsTable.get(id: ids[2], on: db)
             #expect(dead?.status == .dead)
             #expect(dead?.deadReason == "permanent")
@@ -129,7 +129,7 @@ import Testing
             // Worker A comes back from its pause and reports success for attempt 1.
             #expect(try JobsTable.complete([.init(id: id, attempt: 1, status: 200, durationMilliseconds: 1)], worker: workerA, on: db).isEmpty)
             #expect(try JobsTable.retry([.init(id: id, attempt: 1, delayMilliseconds: 0, errorJSON: "{}")], worker: workerA, on: db).isEmpty)
-            #expect(try JobsTable.deadLetter([.init(id: id, attempt: 1, reason: "permanent", errorJSON: nil, lastClass: nil, lastStatus: nil)], worker: workerA, on: db).isEmpty)
+            #expect(try JobsTable.deadLetter([.init(id: id, attempt: 1, reason: .permanent, errorJSON: nil, lastClass: nil, lastStatus: nil)], worker: workerA, on: db).isEmpty)
             #expect(try state(db, id)! == ("running", 2))
             let history = try JobsTable.get(id: id, on: db)?.errors ?? []
             #expect(history.map(\.errorClass) == ["lease_expired"])

@@ -15,16 +15,6 @@ import Testing
          "--breaker-cooldown", cooldown, "--breaker-cooldown-max", cooldownMax]
     }
 
-    /// Polls until `condition` holds; the timeout only guards against hangs.
-    func eventually(timeout: Duration = .seconds(60), _ condition: () throws -> Bool) async throws -> Bool {
-        let end = ContinuousClock.now + timeout
-        while ContinuousClock.now < end {
-            if try condition() { return true }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        return try condition()
-    }
-
     func count(_ db: PostgresConnection, _ sql: PostgresQuery) throws -> Int {
         try db.query(sql).rows[0].decode(0, as: Int.self)
     }
@@ -76,7 +66,7 @@ import Testing
         defer { workers.forEach { $0.cleanUp() } }
 
         // 1. The breaker opens.
-        let opened = try await eventually { try breakerState(db, down) == "open" }
+        let opened = try await eventually(timeout: .seconds(60)) { try breakerState(db, down) == "open" }
         #expect(opened, "the breaker opens; requests so far: \(failing.requestCount(path: Self.downPath))")
         guard opened else { return }
         // Requests already in flight when it opened land now; none start afterwards. The
@@ -94,7 +84,7 @@ import Testing
 
         // 2. Meanwhile, a healthy destination's jobs all finish.
         _ = try JobsTable.enqueueMany((0..<100).map { EnqueueRequest(url: healthy.baseURL + "/ok?job=\($0)") }, on: db)
-        let healthyDone = try await eventually {
+        let healthyDone = try await eventually(timeout: .seconds(60)) {
             try count(db, "select count(*)::bigint from courier.completed_jobs where destination = \("http://127.0.0.1:\(healthy.port)")") == 100
         }
         #expect(healthyDone, "100 healthy jobs finish while the other destination is down")

@@ -33,93 +33,93 @@ import Glibc
     }
 
     @Test func theEndpointIsScrapedParsedAndItsCountersMoveWhenJobsRun() async throws {
-        let h = try WorkerHarness()
-        try h.start()
-        let server = try WorkerEndpoint.start(for: h.worker, address: HTTPServerAddress(host: "127.0.0.1", port: 0),
-                                             logger: Logger(level: .error, sink: { _ in }), sampleInterval: .milliseconds(100))
-        defer { server.stop() }
+        try await WorkerHarness.with() { h in
+            try h.start()
+            let server = try WorkerEndpoint.start(for: h.worker, address: HTTPServerAddress(host: "127.0.0.1", port: 0),
+                                                 logger: Logger(level: .error, sink: { _ in }), sampleInterval: .milliseconds(100))
+            defer { server.stop() }
 
-        let before = try scrape(server.port)
-        let expected = [
-            "courier_worker_info", "courier_jobs_in_flight", "courier_worker_ready", "courier_attempts_total",
-            "courier_job_outcomes_total", "courier_jobs_succeeded_after_retry_total", "courier_dead_letters_total",
-            "courier_retry_delay_seconds", "courier_claim_batch_size", "courier_ack_latency_seconds",
-            "courier_queue_depth", "courier_queue_oldest_due_seconds", "courier_breakers", "courier_breaker_state_seconds",
-            "courier_breaker_transitions_total", "courier_dead_letters_pending", "courier_live_workers",
-        ]
-        for family in expected { #expect(before.families[family] != nil, "missing family \(family)") }
-        #expect(before.families["courier_retry_delay_seconds"]?.type == "histogram")
-        #expect(before.families["courier_attempts_total"]?.type == "counter")
-        #expect(before.value("courier_worker_ready") == 1)
-        #expect(before.value("courier_attempts_total", ["class": "success"]) == 0)
+            let before = try scrape(server.port)
+            let expected = [
+                "courier_worker_info", "courier_jobs_in_flight", "courier_worker_ready", "courier_attempts_total",
+                "courier_job_outcomes_total", "courier_jobs_succeeded_after_retry_total", "courier_dead_letters_total",
+                "courier_retry_delay_seconds", "courier_claim_batch_size", "courier_ack_latency_seconds",
+                "courier_queue_depth", "courier_queue_oldest_due_seconds", "courier_breakers", "courier_breaker_state_seconds",
+                "courier_breaker_transitions_total", "courier_dead_letters_pending", "courier_live_workers",
+            ]
+            for family in expected { #expect(before.families[family] != nil, "missing family \(family)") }
+            #expect(before.families["courier_retry_delay_seconds"]?.type == "histogram")
+            #expect(before.families["courier_attempts_total"]?.type == "counter")
+            #expect(before.value("courier_worker_ready") == 1)
+            #expect(before.value("courier_attempts_total", ["class": "success"]) == 0)
 
-        // One success, one success after a retry, one permanent failure.
-        h.server.setBehavior(.respond(status: 404, headers: [], body: "gone"), forPath: "/gone")
-        h.server.enqueueBehaviors([.respond(status: 500, headers: [], body: "")], forPath: "/flaky")
-        let ok = try h.enqueue("/ok")
-        let flaky = try h.enqueue("/flaky")
-        let gone = try h.enqueue("/gone")
-        _ = try await h.waitFor(ok, .succeeded)
-        _ = try await h.waitFor(flaky, .succeeded)
-        _ = try await h.waitFor(gone, .dead)
-        // Waiting work in a queue nobody serves, and a breaker an operator opened.
-        _ = try h.enqueue("/later") { $0.queue = "metrics_later"; $0.runAt = Date().addingTimeInterval(3600) }
-        try BreakersTable.force(destination: "https://down.example:443", action: .open, on: h.db)
+            // One success, one success after a retry, one permanent failure.
+            h.server.setBehavior(.respond(status: 404, headers: [], body: "gone"), forPath: "/gone")
+            h.server.enqueueBehaviors([.respond(status: 500, headers: [], body: "")], forPath: "/flaky")
+            let ok = try h.enqueue("/ok")
+            let flaky = try h.enqueue("/flaky")
+            let gone = try h.enqueue("/gone")
+            _ = try await h.waitFor(ok, .succeeded)
+            _ = try await h.waitFor(flaky, .succeeded)
+            _ = try await h.waitFor(gone, .dead)
+            // Waiting work in a queue nobody serves, and a breaker an operator opened.
+            _ = try h.enqueue("/later") { $0.queue = "metrics_later"; $0.runAt = Date().addingTimeInterval(3600) }
+            try BreakersTable.force(destination: "https://down.example:443", action: .open, on: h.db)
 
-        let after = try await scrapeUntil(server.port) { page in
-            page.value("courier_queue_depth", ["queue": "metrics_later", "state": "available"]) == 1
-                && page.value("courier_breakers", ["state": "open"]) == 1
-                && page.value("courier_dead_letters_pending", ["reason": "permanent"]) == 1
-                && (page.value("courier_acked_jobs_total") ?? 0) >= 4
-                // Counted just after the result is queued, so possibly after the database shows it.
-                && page.value("courier_dead_letters_total", ["reason": "permanent"]) == 1
+            let after = try await scrapeUntil(server.port) { page in
+                page.value("courier_queue_depth", ["queue": "metrics_later", "state": "available"]) == 1
+                    && page.value("courier_breakers", ["state": "open"]) == 1
+                    && page.value("courier_dead_letters_pending", ["reason": "permanent"]) == 1
+                    && (page.value("courier_acked_jobs_total") ?? 0) >= 4
+                    // Counted just after the result is queued, so possibly after the database shows it.
+                    && page.value("courier_dead_letters_total", ["reason": "permanent"]) == 1
+            }
+            #expect(after.value("courier_attempts_total", ["class": "success"]) == 2)
+            #expect(after.value("courier_attempts_total", ["class": "server"]) == 1)
+            #expect(after.value("courier_attempts_total", ["class": "client"]) == 1)
+            #expect(after.value("courier_job_outcomes_total", ["outcome": "succeeded"]) == 2)
+            #expect(after.value("courier_job_outcomes_total", ["outcome": "retried"]) == 1)
+            #expect(after.value("courier_job_outcomes_total", ["outcome": "dead_lettered"]) == 1)
+            #expect(after.value("courier_jobs_succeeded_after_retry_total") == 1)
+            #expect(after.value("courier_dead_letters_total", ["reason": "permanent"]) == 1)
+            #expect(after.value("courier_retry_delay_seconds_count") == 1)
+            #expect((after.value("courier_claim_batch_size_count") ?? 0) >= 1)
+            #expect((after.value("courier_claim_batch_size_sum") ?? 0) >= 4, "four claims of the three jobs and the retry")
+            #expect((after.value("courier_ack_latency_seconds_count") ?? 0) >= 1)
+            #expect((after.value("courier_acked_jobs_total") ?? 0) >= 4)
+            #expect(after.value("courier_queue_depth", ["queue": "metrics_later", "state": "available"]) == 1)
+            #expect(after.value("courier_breakers", ["state": "open"]) == 1)
+            #expect((after.value("courier_breaker_state_seconds", ["destination": "https://down.example:443", "state": "open"]) ?? -1) >= 0)
+            #expect((after.value("courier_breaker_transitions_total", ["to": "open"]) ?? 0) >= 1)
+            #expect(after.value("courier_dead_letters_pending", ["reason": "permanent"]) == 1)
+            #expect(after.value("courier_live_workers").map { $0 >= 1 } == true)
+            #expect(after.value("courier_metrics_sample_failures_total") == 0)
         }
-        #expect(after.value("courier_attempts_total", ["class": "success"]) == 2)
-        #expect(after.value("courier_attempts_total", ["class": "server"]) == 1)
-        #expect(after.value("courier_attempts_total", ["class": "client"]) == 1)
-        #expect(after.value("courier_job_outcomes_total", ["outcome": "succeeded"]) == 2)
-        #expect(after.value("courier_job_outcomes_total", ["outcome": "retried"]) == 1)
-        #expect(after.value("courier_job_outcomes_total", ["outcome": "dead_lettered"]) == 1)
-        #expect(after.value("courier_jobs_succeeded_after_retry_total") == 1)
-        #expect(after.value("courier_dead_letters_total", ["reason": "permanent"]) == 1)
-        #expect(after.value("courier_retry_delay_seconds_count") == 1)
-        #expect((after.value("courier_claim_batch_size_count") ?? 0) >= 1)
-        #expect((after.value("courier_claim_batch_size_sum") ?? 0) >= 4, "four claims of the three jobs and the retry")
-        #expect((after.value("courier_ack_latency_seconds_count") ?? 0) >= 1)
-        #expect((after.value("courier_acked_jobs_total") ?? 0) >= 4)
-        #expect(after.value("courier_queue_depth", ["queue": "metrics_later", "state": "available"]) == 1)
-        #expect(after.value("courier_breakers", ["state": "open"]) == 1)
-        #expect((after.value("courier_breaker_state_seconds", ["destination": "https://down.example:443", "state": "open"]) ?? -1) >= 0)
-        #expect((after.value("courier_breaker_transitions_total", ["to": "open"]) ?? 0) >= 1)
-        #expect(after.value("courier_dead_letters_pending", ["reason": "permanent"]) == 1)
-        #expect(after.value("courier_live_workers").map { $0 >= 1 } == true)
-        #expect(after.value("courier_metrics_sample_failures_total") == 0)
-        await h.close()
     }
 
     @Test func readyzTurns503WhenTheWorkerBeginsToShutDown() async throws {
-        let h = try WorkerHarness()
-        // A job that outlives the grace check keeps the worker in its shutdown for a while.
-        h.server.setBehavior(.slow(delay: .seconds(2), then: .json200), forPath: "/slow")
-        try h.start { $0.shutdownGrace = .seconds(10) }
-        let server = try WorkerEndpoint.start(for: h.worker, address: HTTPServerAddress(host: "127.0.0.1", port: 0),
-                                             logger: Logger(level: .error, sink: { _ in }), sampleInterval: .milliseconds(200))
-        defer { server.stop() }
-        #expect(try MetricsTestClient.request(port: server.port, "GET", "/readyz").status == 200)
-        let slow = try h.enqueue("/slow")
-        // The request has reached the server: the job has started (claimed alone is not enough).
-        #expect(try await h.eventually { h.server.requestCount(path: "/slow") == 1 })
-        h.worker.shutdown()
-        let during = try MetricsTestClient.request(port: server.port, "GET", "/readyz")
-        #expect(during.status == 503)
-        #expect(during.body.contains("shutting down"))
-        #expect(try MetricsTestClient.request(port: server.port, "GET", "/healthz").status == 200, "alive while draining")
-        let page = try scrape(server.port)
-        #expect(page.value("courier_worker_stopping") == 1)
-        #expect(page.value("courier_worker_ready") == 0)
-        await h.stop()
-        _ = try await h.waitFor(slow, .succeeded)
-        await h.close()
+        try await WorkerHarness.with() { h in
+            // A job that outlives the grace check keeps the worker in its shutdown for a while.
+            h.server.setBehavior(.slow(delay: .seconds(2), then: .json200), forPath: "/slow")
+            try h.start { $0.shutdownGrace = .seconds(10) }
+            let server = try WorkerEndpoint.start(for: h.worker, address: HTTPServerAddress(host: "127.0.0.1", port: 0),
+                                                 logger: Logger(level: .error, sink: { _ in }), sampleInterval: .milliseconds(200))
+            defer { server.stop() }
+            #expect(try MetricsTestClient.request(port: server.port, "GET", "/readyz").status == 200)
+            let slow = try h.enqueue("/slow")
+            // The request has reached the server: the job has started (claimed alone is not enough).
+            #expect(try await h.eventually { h.server.requestCount(path: "/slow") == 1 })
+            h.worker.shutdown()
+            let during = try MetricsTestClient.request(port: server.port, "GET", "/readyz")
+            #expect(during.status == 503)
+            #expect(during.body.contains("shutting down"))
+            #expect(try MetricsTestClient.request(port: server.port, "GET", "/healthz").status == 200, "alive while draining")
+            let page = try scrape(server.port)
+            #expect(page.value("courier_worker_stopping") == 1)
+            #expect(page.value("courier_worker_ready") == 0)
+            await h.stop()
+            _ = try await h.waitFor(slow, .succeeded)
+        }
     }
 
     @Test func anUnreachableDatabaseMakesReadyz503ButMetricsStillAnswer() async throws {

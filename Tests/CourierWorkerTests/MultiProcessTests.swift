@@ -24,13 +24,13 @@ import Testing
 
         let workers = try (0..<3).map { _ in try SpawnedProcess("jobworker", workerArguments(database.url)) }
         defer { workers.forEach { $0.cleanUp() } }
-        #expect(try await eventually(timeout: .seconds(60)) { server.requestCount() >= 600 })
+        #expect(try await eventually(timeout: .seconds(60), every: .milliseconds(100)) { server.requestCount() >= 600 })
         let victim = workers[0]
         let victimID = try db.query("select id::text from courier.workers where pid = \(Int(victim.pid))").rows.first?.decode(0, as: String.self)
         victim.signal(SIGKILL)
         _ = await victim.waitForExit(timeout: .seconds(5))
 
-        let finished = try await eventually(timeout: .seconds(90)) {
+        let finished = try await eventually(timeout: .seconds(90), every: .milliseconds(100)) {
             try db.query("select count(*)::bigint from courier.completed_jobs").rows[0].decode(0, as: Int.self) == total
         }
         #expect(finished, "every job must succeed")
@@ -85,7 +85,7 @@ import Testing
         }
         let workers = try (0..<2).map { _ in try SpawnedProcess("jobworker", workerArguments(url, lease: "5s", concurrency: 8)) }
         defer { workers.forEach { $0.cleanUp() } }
-        #expect(try await eventually(timeout: .seconds(60)) { server.requestCount() >= 200 })
+        #expect(try await eventually(timeout: .seconds(60), every: .milliseconds(100)) { server.requestCount() >= 200 })
         let stop = try SpawnedProcess.run("jobctl", ["devdb", "stop", "--dir", dir, "--port", port])
         #expect(stop.status == 0, "devdb stop: \(stop.output)")
         try await Task.sleep(for: .seconds(3))
@@ -96,7 +96,7 @@ import Testing
 
         let db = try PostgresConnection.connect(PostgresConfiguration(connectionString: url))
         defer { db.close() }
-        let finished = try await eventually(timeout: .seconds(90)) {
+        let finished = try await eventually(timeout: .seconds(90), every: .milliseconds(100)) {
             try db.query("select count(*)::bigint from courier.jobs").rows[0].decode(0, as: Int.self) == 0
         }
         #expect(finished, "the workers reconnect and finish every job")
@@ -110,14 +110,5 @@ import Testing
             worker.signal(SIGTERM)
         }
         for worker in workers { #expect(await worker.waitForExit(timeout: .seconds(15)) == 0) }
-    }
-
-    func eventually(timeout: Duration, _ condition: () throws -> Bool) async throws -> Bool {
-        let end = ContinuousClock.now + timeout
-        while ContinuousClock.now < end {
-            if try condition() { return true }
-            try await Task.sleep(for: .milliseconds(100))
-        }
-        return try condition()
     }
 }

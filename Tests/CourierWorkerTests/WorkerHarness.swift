@@ -17,6 +17,21 @@ final class WorkerHarness: @unchecked Sendable {
     private var transport: CurlTransport?
     let logLines = LogCapture()
 
+    /// Runs `body` with a harness and always shuts it down afterwards, even when
+    /// `body` throws: a failing test cannot leak a running worker.
+    static func with<T>(label: String = #function, defaultBehavior: FaultServer.Behavior = .json200,
+                        _ body: (WorkerHarness) async throws -> T) async throws -> T {
+        let harness = try WorkerHarness(label: label, defaultBehavior: defaultBehavior)
+        do {
+            let result = try await body(harness)
+            await harness.close()
+            return result
+        } catch {
+            await harness.close()
+            throw error
+        }
+    }
+
     init(label: String = #function, defaultBehavior: FaultServer.Behavior = .json200) throws {
         database = try CourierTestDatabase.create(label: label)
         db = try PostgresConnection.connect(PostgresConfiguration(connectionString: database.url))
@@ -73,16 +88,9 @@ final class WorkerHarness: @unchecked Sendable {
 
     func job(_ id: Int64) throws -> JobRecord? { try JobsTable.get(id: id, on: db) }
 
-    /// Polls until `condition` holds or `timeout` passes; returns whether it held.
-    /// Sleeps with Task.sleep: a blocking sleep would hold one of the few cooperative
-    /// threads that the in-process worker's jobs also need.
+    /// Polls until `condition` holds (the shared helper in CourierTestSupport).
     func eventually(timeout: Duration = .seconds(30), _ condition: () throws -> Bool) async throws -> Bool {
-        let end = ContinuousClock.now + timeout
-        while ContinuousClock.now < end {
-            if try condition() { return true }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        return try condition()
+        try await CourierTestSupport.eventually(timeout: timeout, condition)
     }
 
     /// Waits until the fault server has recorded `count` requests (for `path`, if given).

@@ -1,0 +1,149 @@
+import CourierCore
+import Foundation
+import Postgres
+
+/// Everything a worker asks of the database, as noun-verb operations on typed values.
+/// The worker's services talk to this protocol only; `PostgresWorkerStore` runs each
+/// operation as the statements in the table files (JobsTable, BreakersTable, ...).
+/// Errors thrown are `StoreError`s (see `StoreSession.run`).
+public protocol WorkerStore {
+    // Jobs: leasing, renewal, results.
+    func jobsClaim(queue: String, limit: Int, worker: UUID, leaseMilliseconds: Int) throws -> [ClaimedJob]
+    func jobClaimProbe(destination: String, generation: Int64, queues: [String], worker: UUID,
+                       leaseMilliseconds: Int) throws -> ClaimedJob?
+    /// Renews the leases this worker holds; returns the ids an operator asked to cancel.
+    func jobsExtendLeases(ids: [Int64], worker: UUID, leaseMilliseconds: Int) throws -> [Int64]
+    func jobsCancelRequested(worker: UUID) throws -> [Int64]
+    func jobsComplete(_ successes: [JobsTable.Success], worker: UUID, archive: Bool) throws -> [Int64]
+    func jobsRetry(_ retries: [JobsTable.Retry], worker: UUID) throws -> [Int64]
+    func jobsDeadLetter(_ letters: [JobsTable.DeadLetter], worker: UUID) throws -> [Int64]
+    func jobsHandBack(ids: [Int64], attempts: [Int], worker: UUID) throws -> [Int64]
+    func jobsRescueExpired() throws -> JobsTable.RescueResult
+    func jobsReleaseStaleHolds() throws -> Int
+    func completedJobsPrune(olderThanMilliseconds: Int64) throws -> Int
+
+    // Workers.
+    func workerRegister(_ registration: WorkersTable.Registration) throws
+    /// Returns false when the row is gone (pruned as dead): register again.
+    func workerHeartbeat(id: UUID, stopping: Bool) throws -> Bool
+    func workerDeregister(id: UUID) throws
+    func workersPruneDead() throws -> Int
+
+    // Breakers.
+    func breakerPause(destination: String, milliseconds: Int64) throws
+    func breakerReport(destination: String, successes: Int, failures: Int, trailingFailures: Int, worker: String,
+                       policy: BreakersTable.ReportPolicy) throws -> String
+    func breakersDueForProbe(queues: [String]) throws -> [String]
+    func breakerTryProbe(destination: String, worker: UUID, probeLeaseMilliseconds: Int64) throws -> Int64?
+    func breakerProbeResult(destination: String, generation: Int64, succeeded: Bool, worker: String,
+                            policy: BreakersTable.ReportPolicy, jitter: Double) throws -> String?
+    func breakerAbandonProbe(destination: String, generation: Int64, worker: String) throws -> Bool
+
+    // Statistics, settings, housekeeping.
+    func attemptStatsAdd(_ counts: [AttemptStatsTable.Key: AttemptStatsTable.Counts]) throws
+    func attemptStatsPrune() throws -> Int
+    func queueSettingsAll() throws -> [QueueSettingsTable.Settings]
+    func deadLettersPurge(olderThanMilliseconds: Int64) throws -> Int
+    func migrationsApplied() throws -> [Int]
+
+    // Fleet-wide figures for /metrics (read-only).
+    func statsQueueDepths() throws -> [StatsQueries.QueueDepth]
+    func statsDeadLetterCounts() throws -> [String: Int]
+    func statsBreakerStates() throws -> [String: Int]
+    func statsOpenBreakers(limit: Int) throws -> [StatsQueries.OpenBreaker]
+    func statsBreakerTransitionCounts() throws -> [StatsQueries.BreakerTransitionCount]
+    func statsLiveWorkerCount() throws -> Int
+}
+
+/// `WorkerStore` on one PostgreSQL connection.
+public struct PostgresWorkerStore: WorkerStore {
+    let connection: PostgresConnection
+
+    init(connection: PostgresConnection) { self.connection = connection }
+
+    public func jobsClaim(queue: String, limit: Int, worker: UUID, leaseMilliseconds: Int) throws -> [ClaimedJob] {
+        try JobsTable.claim(queue: queue, limit: limit, worker: worker, leaseMilliseconds: leaseMilliseconds, on: connection)
+    }
+    public func jobClaimProbe(destination: String, generation: Int64, queues: [String], worker: UUID,
+                              leaseMilliseconds: Int) throws -> ClaimedJob? {
+        try JobsTable.claimProbe(destination: destination, generation: generation, queues: queues, worker: worker,
+                                 leaseMilliseconds: leaseMilliseconds, on: connection)
+    }
+    public func jobsExtendLeases(ids: [Int64], worker: UUID, leaseMilliseconds: Int) throws -> [Int64] {
+        try JobsTable.extendLeases(ids: ids, worker: worker, leaseMilliseconds: leaseMilliseconds, on: connection)
+    }
+    public func jobsCancelRequested(worker: UUID) throws -> [Int64] {
+        try JobsTable.cancelRequested(worker: worker, on: connection)
+    }
+    public func jobsComplete(_ successes: [JobsTable.Success], worker: UUID, archive: Bool) throws -> [Int64] {
+        try JobsTable.complete(successes, worker: worker, archive: archive, on: connection)
+    }
+    public func jobsRetry(_ retries: [JobsTable.Retry], worker: UUID) throws -> [Int64] {
+        try JobsTable.retry(retries, worker: worker, on: connection)
+    }
+    public func jobsDeadLetter(_ letters: [JobsTable.DeadLetter], worker: UUID) throws -> [Int64] {
+        try JobsTable.deadLetter(letters, worker: worker, on: connection)
+    }
+    public func jobsHandBack(ids: [Int64], attempts: [Int], worker: UUID) throws -> [Int64] {
+        try JobsTable.handBack(ids: ids, attempts: attempts, worker: worker, on: connection)
+    }
+    public func jobsRescueExpired() throws -> JobsTable.RescueResult { try JobsTable.rescueExpired(on: connection) }
+    public func jobsReleaseStaleHolds() throws -> Int { try JobsTable.releaseStaleHolds(on: connection) }
+    public func completedJobsPrune(olderThanMilliseconds: Int64) throws -> Int {
+        try JobsTable.pruneCompleted(olderThanMilliseconds: olderThanMilliseconds, on: connection)
+    }
+
+    public func workerRegister(_ registration: WorkersTable.Registration) throws {
+        try WorkersTable.register(registration, on: connection)
+    }
+    public func workerHeartbeat(id: UUID, stopping: Bool) throws -> Bool {
+        try WorkersTable.heartbeat(id: id, stopping: stopping, on: connection)
+    }
+    public func workerDeregister(id: UUID) throws { try WorkersTable.deregister(id: id, on: connection) }
+    public func workersPruneDead() throws -> Int { try WorkersTable.pruneDead(on: connection) }
+
+    public func breakerPause(destination: String, milliseconds: Int64) throws {
+        try BreakersTable.pause(destination: destination, milliseconds: milliseconds, on: connection)
+    }
+    public func breakerReport(destination: String, successes: Int, failures: Int, trailingFailures: Int, worker: String,
+                              policy: BreakersTable.ReportPolicy) throws -> String {
+        try BreakersTable.report(destination: destination, successes: successes, failures: failures,
+                                 trailingFailures: trailingFailures, worker: worker, policy: policy, on: connection)
+    }
+    public func breakersDueForProbe(queues: [String]) throws -> [String] {
+        try BreakersTable.dueForProbe(queues: queues, on: connection)
+    }
+    public func breakerTryProbe(destination: String, worker: UUID, probeLeaseMilliseconds: Int64) throws -> Int64? {
+        try BreakersTable.tryProbe(destination: destination, worker: worker, probeLeaseMilliseconds: probeLeaseMilliseconds,
+                                   on: connection)
+    }
+    public func breakerProbeResult(destination: String, generation: Int64, succeeded: Bool, worker: String,
+                                   policy: BreakersTable.ReportPolicy, jitter: Double) throws -> String? {
+        try BreakersTable.probeResult(destination: destination, generation: generation, succeeded: succeeded,
+                                      worker: worker, policy: policy, jitter: jitter, on: connection)
+    }
+    public func breakerAbandonProbe(destination: String, generation: Int64, worker: String) throws -> Bool {
+        try BreakersTable.abandonProbe(destination: destination, generation: generation, worker: worker, on: connection)
+    }
+
+    public func attemptStatsAdd(_ counts: [AttemptStatsTable.Key: AttemptStatsTable.Counts]) throws {
+        try AttemptStatsTable.add(counts, on: connection)
+    }
+    public func attemptStatsPrune() throws -> Int { try AttemptStatsTable.prune(on: connection) }
+    public func queueSettingsAll() throws -> [QueueSettingsTable.Settings] { try QueueSettingsTable.all(on: connection) }
+    public func deadLettersPurge(olderThanMilliseconds: Int64) throws -> Int {
+        try DeadLettersTable.purge(olderThanMilliseconds: olderThanMilliseconds, on: connection)
+    }
+    public func migrationsApplied() throws -> [Int] { try Migrator.appliedVersions(connection) }
+
+    public func statsQueueDepths() throws -> [StatsQueries.QueueDepth] { try StatsQueries.queueDepths(on: connection) }
+    public func statsDeadLetterCounts() throws -> [String: Int] { try StatsQueries.deadLetterCounts(on: connection) }
+    public func statsBreakerStates() throws -> [String: Int] { try StatsQueries.breakerStates(on: connection) }
+    public func statsOpenBreakers(limit: Int) throws -> [StatsQueries.OpenBreaker] {
+        try StatsQueries.openBreakers(limit: limit, on: connection)
+    }
+    public func statsBreakerTransitionCounts() throws -> [StatsQueries.BreakerTransitionCount] {
+        try StatsQueries.breakerTransitionCounts(on: connection)
+    }
+    public func statsLiveWorkerCount() throws -> Int { try StatsQueries.liveWorkerCount(on: connection) }
+}

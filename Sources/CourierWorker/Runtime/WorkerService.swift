@@ -1,0 +1,90 @@
+import Foundation
+
+/// One long-running part of a worker (claimer, completer, heartbeater, ...). Each
+/// owns its state and, where it talks to the database, a connection of its own,
+/// and runs on a thread of its own because libpq calls block.
+protocol WorkerService: AnyObject, Sendable {
+    /// The thread's name, also used in logs.
+    var name: String { get }
+    /// Does one round of work and says how long the thread may wait before the next
+    /// (a `wake()` cuts the wait short). Tests call it directly with a chosen `now`.
+    func runOnce(now: ContinuousClock.Instant) -> Duration
+    /// Runs once on the service's thread after it was told to stop: final writes.
+    func finish()
+}
+
+/// A service's stop flag, shared by its thread and its store session: backoff
+/// pauses end early once a stop is asked for, but are never cut short by work
+/// arriving (so a lost database is never hammered).
+final class StopGate: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stopRequested = false
+    private let signal = ThreadSignal()
+
+    var isStopRequested: Bool { lock.withLock { stopRequested } }
+
+    func requestStop() {
+        lock.withLock { stopRequested = true }
+        signal.signal()
+    }
+
+    /// Sleeps `duration`, or less once a stop was asked for; the first slice is always slept so retries never spin.
+    func pause(_ duration: Duration) {
+        var left = duration
+        repeat {
+            let slice = min(left, .milliseconds(100))
+            if signal.wait(timeout: slice) { signal.signal() }
+            left -= slice
+        } while left > .zero && !isStopRequested
+    }
+}
+
+/// Runs one service on a dedicated thread: `runOnce`, then wait for the time it
+/// asked for or a wake-up, until stopped; then `finish` once.
+final class ServiceThread: @unchecked Sendable {
+    let service: any WorkerService
+    let gate: StopGate
+    private let work = ThreadSignal()
+    private let done = DispatchSemaphore(value: 0)
+    private let clock: @Sendable () -> ContinuousClock.Instant
+    private let lock = NSLock()
+    private var started = false
+
+    init(_ service: any WorkerService, gate: StopGate, clock: @escaping @Sendable () -> ContinuousClock.Instant) {
+        self.service = service
+        self.gate = gate
+        self.clock = clock
+    }
+
+    func start() {
+        lock.withLock { started = true }
+        let thread = Thread { [self] in
+            while !gate.isStopRequested {
+                let wait = service.runOnce(now: clock())
+                if gate.isStopRequested { break }
+                if wait > .zero { work.wait(timeout: wait) }
+            }
+            service.finish()
+            done.signal()
+        }
+        thread.name = service.name
+        thread.stackSize = 1 << 20
+        thread.start()
+    }
+
+    /// Cuts the current wait short (work arrived).
+    func wake() { work.signal() }
+
+    /// Asks the loop to end after its current round.
+    func requestStop() {
+        gate.requestStop()
+        work.signal()
+    }
+
+    /// Waits until `finish` has returned (at once for a thread never started).
+    func join() {
+        guard lock.withLock({ started }) else { return }
+        done.wait()
+        done.signal()
+    }
+}

@@ -1,0 +1,179 @@
+import CourierStore
+
+/// The worker's jobs and shutdown phase as a value: every event returns what the
+/// runtime must do, and nothing else changes it. The runtime keeps one instance
+/// under a lock; tests drive it one event at a time.
+///
+/// Jobs are keyed by id and attempt: after a lost lease the same job can come back
+/// to this worker as a later attempt while the old attempt is still unwinding, and
+/// the two must not overwrite each other.
+public struct WorkerStateMachine: Sendable {
+    /// Where a graceful shutdown stands.
+    public enum Phase: Sendable, Equatable {
+        /// Claiming and running.
+        case running
+        /// No new claims; jobs already started may finish until `deadline`.
+        case draining(deadline: ContinuousClock.Instant)
+        /// The grace is over: what still runs was told to abort and has until `deadline` to unwind.
+        case aborting(deadline: ContinuousClock.Instant)
+        /// No job is left (or the abort deadline passed): results and statistics are being written.
+        case flushing
+        case stopped
+    }
+
+    /// One lease this worker holds.
+    public struct Lease: Sendable, Hashable {
+        public var id: Int64
+        public var attempt: Int
+        public init(id: Int64, attempt: Int) {
+            self.id = id
+            self.attempt = attempt
+        }
+    }
+
+    /// A job this worker holds, and what happened to it while it ran.
+    public struct Entry: Sendable {
+        public var job: ClaimedJob
+        public var started = false
+        public var cancelledByOperator = false
+        public var abortedByShutdown = false
+        /// Set when the job is its destination's half-open probe.
+        public var probeGeneration: Int64?
+    }
+
+    /// What a claim that returned jobs leads to.
+    public enum ClaimAction: Sendable, Equatable {
+        /// Run these jobs.
+        case start([Lease])
+        /// Shutdown began while the claim ran: give them back unstarted.
+        case handBack([Lease])
+    }
+
+    /// What a job about to run should do.
+    public enum StartAction: Sendable, Equatable {
+        case run
+        /// Shutdown began before it started: back to the queue without using an attempt
+        /// (the caller queues the hand-back, then reports `finished`).
+        case handBack
+        /// The worker does not hold this lease (it already finished).
+        case ignore
+    }
+
+    /// What the runtime does after a phase change or a tick.
+    public enum Action: Sendable, Equatable {
+        /// Stop claiming and probing; tell the fleet this worker is stopping.
+        case stopClaiming
+        /// Abort these running jobs (their results are recorded as aborted at shutdown).
+        case abort([Lease])
+        /// Abort these running jobs at an operator's request.
+        case cancel([Lease])
+        /// Write what is left and stop the remaining services.
+        case flush
+    }
+
+    public let concurrency: Int
+    public private(set) var phase: Phase = .running
+    public private(set) var jobs: [Lease: Entry] = [:]
+    /// How long aborted jobs get to unwind before the worker flushes without them.
+    public let abortGrace: Duration
+
+    public init(concurrency: Int, abortGrace: Duration = .seconds(5)) {
+        self.concurrency = concurrency
+        self.abortGrace = abortGrace
+    }
+
+    public var isRunning: Bool { phase == .running }
+    public var freeSlots: Int { isRunning ? max(0, concurrency - jobs.count) : 0 }
+    /// Ids of the jobs whose leases must be renewed.
+    public var heldIDs: [Int64] { jobs.keys.map(\.id) }
+
+    // MARK: Events
+
+    /// A claim (or a won probe) returned `claimed`.
+    public mutating func claimed(_ claimed: [ClaimedJob], probeGeneration: Int64? = nil) -> ClaimAction {
+        let leases = claimed.map { Lease(id: $0.id, attempt: $0.attempt) }
+        guard isRunning else { return .handBack(leases) }
+        for (lease, job) in zip(leases, claimed) {
+            jobs[lease] = Entry(job: job, probeGeneration: probeGeneration)
+        }
+        return .start(leases)
+    }
+
+    /// A job's task is about to run it.
+    public mutating func started(_ lease: Lease) -> StartAction {
+        guard jobs[lease] != nil else { return .ignore }
+        guard isRunning else { return .handBack }
+        jobs[lease]?.started = true
+        return .run
+    }
+
+    /// A job's task finished (its result is queued). Returns the entry as it ended,
+    /// and `.flush` when that was the last job a shutdown waited for.
+    public mutating func finished(_ lease: Lease) -> (entry: Entry?, actions: [Action]) {
+        let entry = jobs.removeValue(forKey: lease)
+        return (entry, drainedActions())
+    }
+
+    /// An operator asked to cancel these jobs (read from the database, never from a notification's payload).
+    public mutating func cancelRequested(ids: [Int64]) -> [Action] {
+        let wanted = Set(ids)
+        var leases: [Lease] = []
+        for (lease, entry) in jobs where wanted.contains(lease.id) && !entry.cancelledByOperator {
+            jobs[lease]?.cancelledByOperator = true
+            leases.append(lease)
+        }
+        return leases.isEmpty ? [] : [.cancel(leases.sorted { $0.id < $1.id })]
+    }
+
+    /// SIGTERM, SIGINT or `shutdown()`.
+    public mutating func shutdownRequested(now: ContinuousClock.Instant, grace: Duration) -> [Action] {
+        guard isRunning else { return [] }
+        // Jobs claimed but not yet started go back at once: only started jobs get the grace.
+        phase = .draining(deadline: now + grace)
+        return [.stopClaiming] + drainedActions()
+    }
+
+    /// Time passed; moves the shutdown on when its deadlines pass.
+    public mutating func tick(now: ContinuousClock.Instant) -> [Action] {
+        switch phase {
+        case .draining(let deadline) where now >= deadline:
+            phase = .aborting(deadline: now + abortGrace)
+            var leases: [Lease] = []
+            for lease in jobs.keys {
+                jobs[lease]?.abortedByShutdown = true
+                leases.append(lease)
+            }
+            return [.abort(leases.sorted { $0.id < $1.id })] + drainedActions()
+        case .aborting(let deadline) where now >= deadline:
+            phase = .flushing
+            return [.flush]
+        default:
+            return []
+        }
+    }
+
+    /// Everything is written and every service stopped.
+    public mutating func stopped() {
+        phase = .stopped
+    }
+
+    /// `.flush` once a draining or aborting worker holds no job.
+    private mutating func drainedActions() -> [Action] {
+        switch phase {
+        case .draining, .aborting:
+            guard jobs.isEmpty else { return [] }
+            phase = .flushing
+            return [.flush]
+        default:
+            return []
+        }
+    }
+
+    /// When the next tick is due to move the shutdown on, if one is waiting on a deadline.
+    public var nextDeadline: ContinuousClock.Instant? {
+        switch phase {
+        case .draining(let deadline), .aborting(let deadline): deadline
+        default: nil
+        }
+    }
+}

@@ -1,0 +1,139 @@
+import CourierCore
+import CourierStore
+import Foundation
+
+/// Where claimed jobs go, and how much room there is for them.
+protocol JobIntake: AnyObject, Sendable {
+    /// Slots free for new jobs (0 once shutdown began).
+    var freeSlots: Int { get }
+    /// Jobs held right now.
+    var heldCount: Int { get }
+    /// Takes over jobs a claim or a won probe returned.
+    func accept(_ jobs: [ClaimedJob], probeGeneration: Int64?)
+}
+
+/// Leases batches of jobs sized to the free slots, round-robin over the queues, and
+/// hands them to the worker. Waits for NOTIFY (via `wake`), a retry falling due, or
+/// the poll interval. Claims nothing until the database has every migration.
+final class Claimer: WorkerService, @unchecked Sendable {
+    struct Configuration: Sendable {
+        var worker: UUID
+        var queues: [String]
+        /// Most jobs in one claim statement. Default 100.
+        var claimBatch: Int
+        var concurrency: Int
+        var leaseMilliseconds: Int
+        /// The fallback wait when no NOTIFY arrives. Default 1 s.
+        var pollInterval: Duration
+        /// How often a worker still missing migrations looks again. Default 2 s.
+        var schemaRecheck: Duration = .seconds(2)
+
+        init(_ c: WorkerConfiguration, worker: UUID) {
+            self.worker = worker
+            queues = c.queues
+            claimBatch = c.claimBatch
+            concurrency = c.concurrency
+            leaseMilliseconds = Int(c.lease.milliseconds)
+            pollInterval = c.pollInterval
+        }
+    }
+
+    let name = "courier-claim"
+    let configuration: Configuration
+    private let session: StoreSession
+    private unowned let intake: any JobIntake
+    private let completer: Completer
+    private let settings: SettingsRefresher
+    private let logger: Logger
+    private let metrics: WorkerMetrics
+    private var nextQueue = 0
+    private var schemaReady = false
+    private var reportedMissing = false
+    private let lock = NSLock()
+    private var missing: [String] = []
+    private var nextRetryDue: ContinuousClock.Instant?
+
+    init(configuration: Configuration, session: StoreSession, intake: any JobIntake, completer: Completer,
+         settings: SettingsRefresher, logger: Logger, metrics: WorkerMetrics) {
+        self.configuration = configuration
+        self.session = session
+        self.intake = intake
+        self.completer = completer
+        self.settings = settings
+        self.logger = logger
+        self.metrics = metrics
+    }
+
+    /// Migrations this worker needs that the database lacks, as last checked.
+    var missingMigrations: [String] { lock.withLock { missing } }
+
+    /// A job this worker retried falls due at `due`: look then rather than at the next poll.
+    func noteRetry(due: ContinuousClock.Instant) {
+        lock.withLock { nextRetryDue = nextRetryDue.map { min($0, due) } ?? due }
+    }
+
+    func runOnce(now: ContinuousClock.Instant) -> Duration {
+        if !schemaReady {
+            guard checkSchema() else { return configuration.schemaRecheck }
+            // Per-queue retry settings before the first claim; the refresher keeps them fresh.
+            settings.refresh(using: session)
+        }
+        let held = intake.heldCount
+        let free = intake.freeSlots
+        let fullBatch = min(configuration.claimBatch, configuration.concurrency)
+        // Batch claims while busy; claim at once when idle so pickup stays fast.
+        let threshold = held == 0 ? 1 : max(1, fullBatch / 2)
+        guard free >= threshold, !completer.isBacklogged else { return nextWait(now: now) }
+        let queues = configuration.queues
+        for _ in 0..<queues.count {
+            let queue = queues[nextQueue % queues.count]
+            nextQueue += 1
+            let want = min(intake.freeSlots, configuration.claimBatch)
+            guard want > 0 else { break }
+            let result = session.run { store in
+                try store.jobsClaim(queue: queue, limit: want, worker: self.configuration.worker,
+                                    leaseMilliseconds: self.configuration.leaseMilliseconds)
+            }
+            guard case .success(let jobs) = result else { break }
+            metrics.recordClaim(batch: jobs.count)
+            intake.accept(jobs, probeGeneration: nil)
+            // A full batch: more may be waiting, claim again at once.
+            if jobs.count == want { return .zero }
+        }
+        return nextWait(now: now)
+    }
+
+    func finish() { session.close() }
+
+    /// A worker rolled out before `jobctl migrate` ran would fail on every statement
+    /// that needs the new schema; instead it claims nothing, says once what is
+    /// missing, reports not ready, and starts by itself when the migrations land.
+    private func checkSchema() -> Bool {
+        guard case .success(let applied) = session.run({ try $0.migrationsApplied() }) else { return false }
+        let lacking = Migration.all.filter { !applied.contains($0.version) }.map(\.name)
+        lock.withLock { missing = lacking }
+        if lacking.isEmpty {
+            if reportedMissing { logger.info("the schema is up to date: claiming jobs") }
+            schemaReady = true
+            return true
+        }
+        if !reportedMissing {
+            logger.error("the database lacks migrations this worker needs; run 'jobctl migrate'. Claiming nothing until then",
+                         [("missing", lacking.joined(separator: ","))])
+            reportedMissing = true
+        }
+        return false
+    }
+
+    /// The poll interval, or less when a retry this worker scheduled falls due sooner.
+    private func nextWait(now: ContinuousClock.Instant) -> Duration {
+        lock.withLock {
+            guard let due = nextRetryDue else { return configuration.pollInterval }
+            if due <= now {
+                nextRetryDue = nil
+                return .milliseconds(1)
+            }
+            return min(configuration.pollInterval, due - now + .milliseconds(5))
+        }
+    }
+}

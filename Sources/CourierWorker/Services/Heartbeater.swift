@@ -1,0 +1,94 @@
+import CourierCore
+import CourierStore
+import Foundation
+
+/// What the heartbeater needs from the worker.
+protocol LeaseHolder: AnyObject, Sendable {
+    /// Ids of the jobs whose leases this worker holds.
+    var heldIDs: [Int64] { get }
+    /// True once a graceful shutdown has begun.
+    var isStopping: Bool { get }
+    /// The database says an operator cancelled these jobs.
+    func cancelRequested(_ ids: [Int64])
+}
+
+/// Renews this worker's leases and registration on a connection of its own, so no
+/// other statement (breaker reports, pruning, acknowledgements) can delay a renewal.
+/// Between renewals it asks once a second whether an operator cancelled a running
+/// job, and at once when the listener heard a cancellation. It is the last service
+/// to stop: leases stay renewed until every result is written.
+final class Heartbeater: WorkerService, @unchecked Sendable {
+    struct Configuration: Sendable {
+        var registration: WorkersTable.Registration
+        var leaseMilliseconds: Int
+        /// How often leases and the registration are renewed: a third of the lease, between 200 ms and 10 s.
+        var interval: Duration
+        /// How often running jobs are checked for cancellation between renewals. Default 1 s.
+        var cancelCheckInterval: Duration = .seconds(1)
+
+        init(_ c: WorkerConfiguration, registration: WorkersTable.Registration) {
+            self.registration = registration
+            leaseMilliseconds = Int(c.lease.milliseconds)
+            interval = c.heartbeatInterval
+        }
+    }
+
+    let name = "courier-heartbeat"
+    let configuration: Configuration
+    private let session: StoreSession
+    private unowned let holder: any LeaseHolder
+    private var registered = false
+    private var lastHeartbeat: ContinuousClock.Instant?
+    private var lastCancelCheck: ContinuousClock.Instant?
+    /// The stopping flag the last heartbeat carried: a change is reported at once.
+    private var reportedStopping = false
+    private let lock = NSLock()
+    private var cancelCheckWanted = false
+
+    init(configuration: Configuration, session: StoreSession, holder: any LeaseHolder) {
+        self.configuration = configuration
+        self.session = session
+        self.holder = holder
+    }
+
+    /// A cancellation was announced: look at the database at the next round.
+    func requestCancelCheck() {
+        lock.withLock { cancelCheckWanted = true }
+    }
+
+    func runOnce(now: ContinuousClock.Instant) -> Duration {
+        let id = configuration.registration.id
+        if !registered, case .success = session.run({ try $0.workerRegister(self.configuration.registration) }) {
+            registered = true
+        }
+        let held = holder.heldIDs
+        let stopping = holder.isStopping
+        let wanted = lock.withLock { () -> Bool in defer { cancelCheckWanted = false }; return cancelCheckWanted }
+        if lastHeartbeat.map({ now - $0 >= configuration.interval }) ?? true || stopping != reportedStopping {
+            let result = session.run { store -> [Int64] in
+                if !(try store.workerHeartbeat(id: id, stopping: stopping)) {
+                    try store.workerRegister(self.configuration.registration)
+                }
+                return try store.jobsExtendLeases(ids: held, worker: id, leaseMilliseconds: self.configuration.leaseMilliseconds)
+            }
+            if case .success(let cancelled) = result {
+                lastHeartbeat = now
+                reportedStopping = stopping
+                holder.cancelRequested(cancelled)
+            }
+        } else if !held.isEmpty && (wanted || lastCancelCheck.map { now - $0 >= configuration.cancelCheckInterval } ?? true) {
+            lastCancelCheck = now
+            if case .success(let cancelled) = session.run({ try $0.jobsCancelRequested(worker: id) }) {
+                holder.cancelRequested(cancelled)
+            }
+        }
+        let sinceBeat = lastHeartbeat.map { now - $0 } ?? .zero
+        return min(max(.milliseconds(1), configuration.interval - sinceBeat), configuration.cancelCheckInterval)
+    }
+
+    /// The worker is gone: take it off the list of live workers.
+    func finish() {
+        _ = session.run { try $0.workerDeregister(id: self.configuration.registration.id) }
+        session.close()
+    }
+}

@@ -1,0 +1,51 @@
+import CourierStore
+import Foundation
+
+/// Waits for NOTIFY on a connection of its own. A notification only wakes: a new
+/// job wakes the claimer, a cancellation makes the heartbeater read from the
+/// database which running jobs were cancelled. Payloads are never acted on, since
+/// any role that can connect may send one.
+final class Listener: WorkerService, @unchecked Sendable {
+    static let jobsChannel = "courier_jobs"
+    static let cancelChannel = "courier_cancel"
+    static let channels = [jobsChannel, cancelChannel]
+
+    struct Configuration: Sendable {
+        /// The longest one wait for notifications lasts (also how long a stop may wait for it). Default 500 ms.
+        var waitSlice: Duration = .milliseconds(500)
+    }
+
+    let name = "courier-listen"
+    let configuration: Configuration
+    private let session: StoreSession
+    private let jobsArrived: @Sendable () -> Void
+    private let cancelAnnounced: @Sendable () -> Void
+    private var connected = false
+
+    init(configuration: Configuration = Configuration(), session: StoreSession,
+         jobsArrived: @escaping @Sendable () -> Void, cancelAnnounced: @escaping @Sendable () -> Void) {
+        self.configuration = configuration
+        self.session = session
+        self.jobsArrived = jobsArrived
+        self.cancelAnnounced = cancelAnnounced
+    }
+
+    func runOnce(now: ContinuousClock.Instant) -> Duration {
+        switch session.waitForNotifications(timeout: configuration.waitSlice) {
+        case .success(let channels):
+            if !connected {
+                // Notifications sent while we were away are lost: look once.
+                connected = true
+                jobsArrived()
+                cancelAnnounced()
+            }
+            if channels.contains(Self.jobsChannel) { jobsArrived() }
+            if channels.contains(Self.cancelChannel) { cancelAnnounced() }
+        case .failure:
+            connected = false
+        }
+        return .zero
+    }
+
+    func finish() { session.close() }
+}

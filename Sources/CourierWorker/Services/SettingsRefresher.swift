@@ -1,0 +1,44 @@
+import CourierCore
+import CourierStore
+import Foundation
+
+/// Keeps the per-queue retry settings (`courier.queue_settings`) fresh: operators
+/// change them with `jobctl queue set`, and every worker follows within seconds.
+final class SettingsRefresher: WorkerService, @unchecked Sendable {
+    struct Configuration: Sendable {
+        /// How often the settings are read. Default 10 s.
+        var interval: Duration = .seconds(10)
+    }
+
+    let name = "courier-settings"
+    let configuration: Configuration
+    private let session: StoreSession
+    private let lock = NSLock()
+    private var policies: QueuePolicies
+    private var lastRead: ContinuousClock.Instant?
+
+    init(configuration: Configuration = Configuration(), base: RetryPolicy, session: StoreSession) {
+        self.configuration = configuration
+        self.session = session
+        self.policies = QueuePolicies(base: base)
+    }
+
+    /// The retry policy for a queue: its row in `queue_settings` over the worker's flags.
+    func policy(for queue: String) -> RetryPolicy { lock.withLock { policies.policy(for: queue) } }
+
+    /// Reads the settings now through `session` (the claimer does this before its first claim).
+    func refresh(using session: StoreSession) {
+        if case .success(let rows) = session.run({ try $0.queueSettingsAll() }) {
+            lock.withLock { policies.update(rows) }
+        }
+    }
+
+    func runOnce(now: ContinuousClock.Instant) -> Duration {
+        if let lastRead, now - lastRead < configuration.interval { return configuration.interval - (now - lastRead) }
+        refresh(using: session)
+        lastRead = now
+        return configuration.interval
+    }
+
+    func finish() { session.close() }
+}

@@ -1,0 +1,104 @@
+import CourierCore
+import CourierStore
+import CourierTestSupport
+@testable import CourierWorker
+import Foundation
+import Postgres
+import Testing
+
+/// Services driven one round at a time through `runOnce(now:)`, against a real database.
+@Suite struct ServiceTests {
+    func session(_ database: TestDatabase) -> StoreSession {
+        StoreSession(configuration: DatabaseConfiguration(connectionString: database.url), pause: { _ in })
+    }
+
+    func configuration(_ database: TestDatabase) -> WorkerConfiguration {
+        WorkerConfiguration(database: DatabaseConfiguration(connectionString: database.url))
+    }
+
+    @Test func aResultTheDatabaseRefusesIsDroppedAndTheOthersAreWritten() throws {
+        try CourierTestDatabase.with { database, db in
+            let worker = UUID()
+            let first = try JobsTable.enqueue(EnqueueRequest(url: "http://127.0.0.1:9/a"), on: db)
+            let second = try JobsTable.enqueue(EnqueueRequest(url: "http://127.0.0.1:9/b"), on: db)
+            let claimed = try JobsTable.claim(queue: "default", limit: 10, worker: worker, leaseMilliseconds: 30_000, on: db)
+            #expect(Set(claimed.map(\.id)) == [first, second])
+            let logs = LogCapture()
+            let metrics = WorkerMetrics()
+            let completer = Completer(configuration: .init(configuration(database), worker: worker), session: session(database),
+                                      logger: Logger(level: .debug, sink: { logs.append($0) }), metrics: metrics,
+                                      jitter: { 1 }, clock: { .now })
+            completer.append(.success(.init(id: first, attempt: 1, status: 200, durationMilliseconds: 1)))
+            // Its error entry is not JSON: the database refuses it, and with it the batch.
+            completer.append(.deadLetter(.init(id: second, attempt: 1, reason: .permanent, errorJSON: "{not json",
+                                               lastClass: .client, lastStatus: 400)))
+            let later = ContinuousClock.now + .seconds(1)
+            for _ in 0..<completer.configuration.triesBeforeSplit {
+                _ = completer.runOnce(now: later)
+            }
+            #expect(completer.count == 0)
+            #expect(try JobsTable.get(id: first, on: db)?.status == .succeeded)
+            #expect(try JobsTable.get(id: second, on: db)?.status == .running, "the refused result changed nothing; the lease will expire")
+            #expect(metrics.snapshot().droppedAcknowledgements == 1)
+            #expect(logs.all.contains { $0.contains("dropped a result") && $0.contains("job=\(second)") })
+        }
+    }
+
+    @Test func aBatchWaitsForItsFlushIntervalUnlessFull() throws {
+        try CourierTestDatabase.with { database, _ in
+            var c = Completer.Configuration(configuration(database), worker: UUID())
+            c.flushInterval = .milliseconds(50)
+            c.batch = 2
+            let start = ContinuousClock.now
+            let completer = Completer(configuration: c, session: session(database), logger: Logger(level: .error, sink: { _ in }),
+                                      metrics: WorkerMetrics(), jitter: { 1 }, clock: { start })
+            #expect(completer.runOnce(now: start) == .seconds(1), "nothing queued: a long wait")
+            completer.append(.handBack(id: 1, attempt: 1))
+            #expect(completer.runOnce(now: start + .milliseconds(10)) == .milliseconds(40))
+            #expect(completer.count == 1)
+            completer.append(.handBack(id: 2, attempt: 1))
+            _ = completer.runOnce(now: start + .milliseconds(10))
+            #expect(completer.count == 0, "a full batch is written at once")
+        }
+    }
+
+    @Test func theHeartbeaterRenewsHeldLeasesAndReportsCancellations() throws {
+        try CourierTestDatabase.with { database, db in
+            let holder = FakeHolder()
+            let id = UUID()
+            let registration = WorkersTable.Registration(id: id, host: "test", pid: 1, queues: ["default"], concurrency: 1,
+                                                         version: "test", heartbeatIntervalMilliseconds: 1000)
+            let heartbeater = Heartbeater(configuration: .init(configuration(database), registration: registration),
+                                          session: session(database), holder: holder)
+            let job = try JobsTable.enqueue(EnqueueRequest(url: "http://127.0.0.1:9/a"), on: db)
+            _ = try JobsTable.claim(queue: "default", limit: 1, worker: id, leaseMilliseconds: 1000, on: db)
+            holder.held = [job]
+            let before = try db.query("select lease_expires_at from courier.jobs where id = \(job)").rows[0].decode(0, as: Date.self)
+            _ = heartbeater.runOnce(now: .now)
+            let after = try db.query("select lease_expires_at from courier.jobs where id = \(job)").rows[0].decode(0, as: Date.self)
+            #expect(after > before, "the lease was renewed")
+            let live = try WorkersTable.live(on: db)
+            #expect(live.count == 1, "the worker registered itself")
+            try db.execute("update courier.jobs set cancel_requested_at = now() where id = \(job)")
+            heartbeater.requestCancelCheck()
+            _ = heartbeater.runOnce(now: .now + .milliseconds(10))
+            #expect(holder.cancelled == [job])
+            heartbeater.finish()
+            #expect(try WorkersTable.live(on: db).isEmpty, "finish deregisters")
+        }
+    }
+}
+
+final class FakeHolder: LeaseHolder, @unchecked Sendable {
+    private let lock = NSLock()
+    private var _held: [Int64] = []
+    private var _cancelled: [Int64] = []
+    var held: [Int64] {
+        get { lock.withLock { _held } }
+        set { lock.withLock { _held = newValue } }
+    }
+    var cancelled: [Int64] { lock.withLock { _cancelled } }
+    var heldIDs: [Int64] { held }
+    var isStopping: Bool { false }
+    func cancelRequested(_ ids: [Int64]) { lock.withLock { _cancelled += ids } }
+}

@@ -1,0 +1,102 @@
+import CourierStore
+@testable import CourierWorker
+import Foundation
+import Testing
+
+/// The worker's state machine, one event at a time.
+@Suite struct WorkerStateMachineTests {
+    typealias Lease = WorkerStateMachine.Lease
+    let t0 = ContinuousClock.now
+
+    func job(_ id: Int64, attempt: Int = 1) -> ClaimedJob { ClaimedJob.testJob(id: id, attempt: attempt) }
+
+    @Test func claimedJobsTakeSlotsAndFinishingFreesThem() {
+        var machine = WorkerStateMachine(concurrency: 3)
+        #expect(machine.freeSlots == 3)
+        #expect(machine.claimed([job(1), job(2)]) == .start([Lease(id: 1, attempt: 1), Lease(id: 2, attempt: 1)]))
+        #expect(machine.freeSlots == 1)
+        #expect(machine.started(Lease(id: 1, attempt: 1)) == .run)
+        #expect(machine.jobs[Lease(id: 1, attempt: 1)]?.started == true)
+        let (entry, actions) = machine.finished(Lease(id: 1, attempt: 1))
+        #expect(entry?.job.id == 1)
+        #expect(actions.isEmpty)
+        #expect(machine.freeSlots == 2)
+        #expect(machine.started(Lease(id: 1, attempt: 1)) == .ignore)
+    }
+
+    @Test func aLaterAttemptOfTheSameJobDoesNotOverwriteTheLiveOne() {
+        var machine = WorkerStateMachine(concurrency: 4)
+        _ = machine.claimed([job(7, attempt: 1)])
+        _ = machine.claimed([job(7, attempt: 2)])
+        #expect(machine.jobs.count == 2)
+        _ = machine.finished(Lease(id: 7, attempt: 1))
+        #expect(machine.jobs[Lease(id: 7, attempt: 2)] != nil)
+    }
+
+    @Test func cancellationMarksHeldJobsOnceAndIgnoresOthers() {
+        var machine = WorkerStateMachine(concurrency: 4)
+        _ = machine.claimed([job(1), job(2)])
+        #expect(machine.cancelRequested(ids: [2, 99]) == [.cancel([Lease(id: 2, attempt: 1)])])
+        #expect(machine.jobs[Lease(id: 2, attempt: 1)]?.cancelledByOperator == true)
+        #expect(machine.cancelRequested(ids: [2]).isEmpty, "a second request for the same job aborts nothing new")
+        #expect(machine.cancelRequested(ids: [99]).isEmpty)
+    }
+
+    @Test func shutdownWithNothingHeldFlushesAtOnce() {
+        var machine = WorkerStateMachine(concurrency: 2)
+        #expect(machine.shutdownRequested(now: t0, grace: .seconds(5)) == [.stopClaiming, .flush])
+        #expect(machine.phase == .flushing)
+        #expect(machine.freeSlots == 0)
+        #expect(machine.shutdownRequested(now: t0, grace: .seconds(5)).isEmpty, "a second request changes nothing")
+    }
+
+    @Test func shutdownDrainsStartedJobsAndHandsBackUnstartedOnes() {
+        var machine = WorkerStateMachine(concurrency: 4)
+        _ = machine.claimed([job(1), job(2)])
+        #expect(machine.started(Lease(id: 1, attempt: 1)) == .run)
+        #expect(machine.shutdownRequested(now: t0, grace: .seconds(5)) == [.stopClaiming])
+        #expect(machine.phase == .draining(deadline: t0 + .seconds(5)))
+        #expect(machine.started(Lease(id: 2, attempt: 1)) == .handBack)
+        #expect(machine.finished(Lease(id: 2, attempt: 1)).actions.isEmpty)
+        // A claim that returns after the shutdown began gives its jobs back.
+        #expect(machine.claimed([job(3)]) == .handBack([Lease(id: 3, attempt: 1)]))
+        #expect(machine.tick(now: t0 + .seconds(1)).isEmpty)
+        #expect(machine.finished(Lease(id: 1, attempt: 1)).actions == [.flush])
+        #expect(machine.phase == .flushing)
+    }
+
+    @Test func jobsStillRunningAtTheDeadlineAreAbortedThenFlushedWithout() {
+        var machine = WorkerStateMachine(concurrency: 4, abortGrace: .seconds(2))
+        _ = machine.claimed([job(1), job(2)])
+        _ = machine.started(Lease(id: 1, attempt: 1))
+        _ = machine.started(Lease(id: 2, attempt: 1))
+        _ = machine.shutdownRequested(now: t0, grace: .seconds(5))
+        #expect(machine.tick(now: t0 + .seconds(5)) == [.abort([Lease(id: 1, attempt: 1), Lease(id: 2, attempt: 1)])])
+        #expect(machine.phase == .aborting(deadline: t0 + .seconds(7)))
+        #expect(machine.jobs.values.allSatisfy { $0.abortedByShutdown })
+        #expect(machine.finished(Lease(id: 1, attempt: 1)).actions.isEmpty)
+        // One job ignores its abort: the worker flushes without it once the abort grace is over.
+        #expect(machine.tick(now: t0 + .seconds(6)).isEmpty)
+        #expect(machine.tick(now: t0 + .seconds(7)) == [.flush])
+        #expect(machine.phase == .flushing)
+        machine.stopped()
+        #expect(machine.phase == .stopped)
+    }
+
+    @Test func theNextDeadlineFollowsThePhase() {
+        var machine = WorkerStateMachine(concurrency: 1, abortGrace: .seconds(1))
+        #expect(machine.nextDeadline == nil)
+        _ = machine.claimed([job(1)])
+        _ = machine.started(Lease(id: 1, attempt: 1))
+        _ = machine.shutdownRequested(now: t0, grace: .seconds(3))
+        #expect(machine.nextDeadline == t0 + .seconds(3))
+        _ = machine.tick(now: t0 + .seconds(3))
+        #expect(machine.nextDeadline == t0 + .seconds(4))
+    }
+}
+
+extension ClaimedJob {
+    static func testJob(id: Int64, attempt: Int) -> ClaimedJob {
+        ClaimedJob(id: id, attempt: attempt, destination: "http://127.0.0.1:1", method: "GET", url: "http://127.0.0.1:1/")
+    }
+}
