@@ -44,7 +44,7 @@ public final class Logger: @unchecked Sendable {
 
     public func log(_ level: Level, _ message: String, _ fields: [(String, any Sendable)]) {
         guard level >= minimum else { return }
-        let time = Date().formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
+        let time = Timestamp.format(Date())
         var all: [(String, String)] = [("time", time), ("level", level.name), ("msg", message)]
         all += context
         all += fields.map { ($0.0, "\($0.1)") }
