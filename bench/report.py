@@ -409,6 +409,37 @@ if enq:
         w(f"| PgQueuer `Queries.enqueue`, chunks of 1000 (its harness) | {cell([r['jobs_per_s'] for r in pgq_enq])} | – |")
     w("")
 
+# ------------------------------------------------------------------ baseline (BASELINE=rev bench/run.sh)
+baseline = rows("courier-baseline.jsonl")
+if baseline:
+    w(f"## Against the baseline ({env_value('baseline:')}), same run")
+    w("")
+    w("The same Courier measurements with the baseline revision's `jobworker`, interleaved by repetition "
+      "(`BASELINE=<rev> bench/run.sh`). Medians [min .. max]; ratio = this commit / baseline.")
+    w("")
+    w("| measurement | this commit | baseline | ratio |")
+    w("|---|---|---|---|")
+    base_drain = [r for r in baseline if r["bench"] == "drain"]
+    for kind, label in (("noop", "no-op drain"), ("http", "HTTP drain")):
+        now_groups = by([r for r in drain if r["kind"] == kind and archives(r)], "workers", "concurrency")
+        base_groups = by([r for r in base_drain if r["kind"] == kind and archives(r)], "workers", "concurrency")
+        for key in sorted(set(now_groups) & set(base_groups)):
+            a = [r["jobs_per_s"] for r in now_groups[key]]
+            b = [r["jobs_per_s"] for r in base_groups[key]]
+            w(f"| {label}, {key[0]} worker(s), --concurrency {key[1]}, jobs/s | {cell(a)} | {cell(b)} | {ratio(med(a), med(b)):.2f}× |")
+    base_lat = [r for r in baseline if r["bench"] == "latency"]
+    if lat and base_lat:
+        for p in ("p50_ms", "p99_ms"):
+            a = [r["from_commit"][p] for r in lat]
+            b = [r["from_commit"][p] for r in base_lat]
+            w(f"| pickup latency {p[:-3]}, commit → request, ms | {cell(a, '{:.2f}')} | {cell(b, '{:.2f}')} | {ratio(med(a), med(b)):.2f}× |")
+    base_mem = [r for r in baseline if r["bench"] == "memory"]
+    if mem and base_mem:
+        a = [r["inflight_rss_kb"] / 1024 for r in mem]
+        b = [r["inflight_rss_kb"] / 1024 for r in base_mem]
+        w(f"| worker RSS with {mem[0]['concurrency']} requests in flight, MB | {cell(a, '{:.1f}')} | {cell(b, '{:.1f}')} | {ratio(med(a), med(b)):.2f}× |")
+    w("")
+
 notes = Path(__file__).with_name("notes.md")
 if notes.exists():
     w(notes.read_text().rstrip())

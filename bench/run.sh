@@ -22,6 +22,9 @@
 #   PEERS_PGB_REPS [1]       reps of the peers' minimal-schema pgbench (each refills 1.5M rows)
 #   PG_PORT [25450]  RUN_DIR [/tmp/courier-bench-run]  PEERS_DIR [<repo>/../shared/bench/peers]
 #   VENV [/tmp/peers-venv]   KEEP_DB=1 leaves the private PostgreSQL running afterwards
+#   BASELINE [unset]         a git revision: its jobworker is built too, and the drains, HTTP drains,
+#                            pickup latency and memory run once more with it, interleaved by repetition,
+#                            so a change is compared with what came before in the same run
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
@@ -77,6 +80,17 @@ swift build -c release -j 2 --product jobworker >/dev/null
 swift build -c release -j 2 --product jobctl >/dev/null
 swift build -c release -j 2 --product courier-bench >/dev/null
 BIN="$(swift build -c release --show-bin-path)"
+BASE_BIN=""
+if [ -n "${BASELINE:-}" ]; then
+  base_tree="${BASELINE_DIR:-/tmp/courier-bench-baseline}"
+  # Reused when it already holds that revision (its release build is then incremental).
+  if [ "$(git -C "$base_tree" rev-parse HEAD 2>/dev/null)" != "$(git rev-parse "$BASELINE")" ]; then
+    rm -rf "$base_tree"; git worktree prune
+    git worktree add -f --detach "$base_tree" "$BASELINE" >/dev/null
+  fi
+  (cd "$base_tree" && swift build -c release -j 2 --product jobworker >/dev/null)
+  BASE_BIN="$(cd "$base_tree" && swift build -c release --show-bin-path)"
+fi
 
 # ---- 3. run directory, private PostgreSQL (default durability: no --fast), peers copy + venv
 rm -rf "$RUN_DIR"
@@ -135,6 +149,9 @@ CB=("$BIN/courier-bench")
 COMMON=(--db courier_bench --bin-dir "$BIN" --work-dir "$RUN_DIR/work" --out "$RUN_DIR/courier.jsonl" --pg-data "$RUN_DIR/pg/data")
 "${CB[@]}" setup "${COMMON[@]}"
 has() { [[ " $ONLY " == *" $1 "* ]]; }
+# The same measurement with the baseline's jobworker, into rows of their own (no-op without BASELINE).
+base() { [ -z "$BASE_BIN" ] || "${CB[@]}" "$1" --db courier_bench --bin-dir "$BASE_BIN" --work-dir "$RUN_DIR/work" \
+  --out "$RUN_DIR/courier-baseline.jsonl" --pg-data "$RUN_DIR/pg/data" "${@:2}"; }
 PEERS=(env -C "$RUN_DIR/peers")
 
 # ---- 5. raw-SQL limits (pgbench): Courier's own claim+ack, and the peers' minimal schema
@@ -151,6 +168,7 @@ if has drain; then
   for rep in $(seq 1 "$REPS"); do
     say "courier drain rep $rep"
     "${CB[@]}" drain "${COMMON[@]}" --kind noop --jobs "$DRAIN_N" --workers "$DRAIN_WORKERS" --concurrency "$DRAIN_CONC" --reps 1
+    base drain --kind noop --jobs "$DRAIN_N" --workers "$DRAIN_WORKERS" --concurrency "$DRAIN_CONC" --reps 1
     say "courier drain --retention 0 rep $rep"
     "${CB[@]}" drain "${COMMON[@]}" --kind noop --jobs "$DRAIN_N" --workers "$DRAIN_WORKERS" --concurrency "$DRAIN_NOARCHIVE_CONC" --retention 0 --reps 1
     say "pgqueuer drain rep $rep"
@@ -175,6 +193,7 @@ if has http; then
   for rep in $(seq 1 "$REPS"); do
     say "courier http rep $rep"
     "${CB[@]}" drain "${COMMON[@]}" --kind http --url http://127.0.0.1:18080/ok --jobs "$HTTP_N" --workers "$HTTP_WORKERS" --concurrency "$HTTP_CONC" --reps 1
+    base drain --kind http --url http://127.0.0.1:18080/ok --jobs "$HTTP_N" --workers "$HTTP_WORKERS" --concurrency "$HTTP_CONC" --reps 1
     say "pgqueuer http rep $rep"
     IFS=';' read -ra cfgs <<< "$PGQ_HTTP_CONFIGS"
     for cfg in "${cfgs[@]}"; do
@@ -192,6 +211,7 @@ if has latency; then
   "${PEERS[@]}" "$PY" bench_pgqueuer.py setup > "$RUN_DIR/work/pgq_setup2.log" 2>&1
   for rep in $(seq 1 "$REPS"); do
     "${CB[@]}" latency "${COMMON[@]}" --jobs "$LAT_N" --interval-ms "$LAT_INTERVAL_MS" --reps 1
+    base latency --jobs "$LAT_N" --interval-ms "$LAT_INTERVAL_MS" --reps 1
     "${PEERS[@]}" "$PY" bench_pgqueuer.py latency --n "$LAT_N" --interval "$(python3 -c "print($LAT_INTERVAL_MS/1000)")" --procs 1 --qms 1 --batch 10 --reps 1
   done
   say "latency end"
@@ -201,6 +221,7 @@ fi
 if has memory; then
   say "memory"
   "${CB[@]}" memory "${COMMON[@]}" --concurrency "$MEM_CONC" --delay "$MEM_DELAY"
+  base memory --concurrency "$MEM_CONC" --delay "$MEM_DELAY"
 fi
 
 # ---- 10. enqueue (issue 2), with PgQueuer's bulk enqueue for context
@@ -221,6 +242,7 @@ kill "$VMSTAT_PID" 2>/dev/null || true
 OUT_RESULTS="${OUT_RESULTS:-$ROOT/bench/results}"
 rm -rf "$OUT_RESULTS"; mkdir -p "$OUT_RESULTS"
 cp "$RUN_DIR"/{courier.jsonl,env.txt,vmstat.log,phases.log} "$OUT_RESULTS"/
+[ -z "$BASE_BIN" ] || { cp "$RUN_DIR/courier-baseline.jsonl" "$OUT_RESULTS"/; echo "baseline: $(git rev-parse --short "$BASELINE")" >> "$OUT_RESULTS/env.txt"; }
 cp "$RUN_DIR"/peers/results/*.jsonl "$RUN_DIR"/peers/results/*.csv "$OUT_RESULTS"/ 2>/dev/null || true
 cp "$RUN_DIR/work/courier_claim_complete.sql" "$RUN_DIR/work/wrk.log" "$OUT_RESULTS"/ 2>/dev/null || true
 python3 "$ROOT/bench/report.py" "$OUT_RESULTS" > "${OUT_MD:-$ROOT/bench/RESULTS.md}"

@@ -53,6 +53,12 @@ public struct Classification: Sendable, Equatable {
         }
     }
 
+    /// Refused on this side before anything was sent (address guard, a missing secret, no
+    /// handler): the destination never answered, so a probe like this says nothing about it.
+    public var isLocalRefusal: Bool {
+        !succeeded && errorClass == .client && status == nil && !mayHaveBeenDelivered
+    }
+
     /// The attempt of a worker that lost its lease (died or hung). The request
     /// may have been sent, so it is ambiguous for non-idempotent jobs without a key.
     public static func leaseExpired(message: String = "the worker's lease expired before it reported a result") -> Classification {

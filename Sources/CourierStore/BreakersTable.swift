@@ -64,8 +64,19 @@ extension BreakersTable {
                   and j.run_at <= now()
                 limit 1) runnable
             where not b.forced
+              and (b.not_before is null or b.not_before <= now())
               and ((b.state = 'open' and b.open_until <= now()) or (b.state = 'half_open' and b.probe_lease_until < now()))
             """).rows.map { try $0.decode(0, as: String.self) }
+    }
+
+    /// Renews the probe lease `worker` holds for `destination` while its request runs.
+    /// Returns false when the probe's generation is no longer current (taken over or settled).
+    @discardableResult
+    public static func renewProbe(destination: String, generation: Int64, worker: UUID, probeLeaseMilliseconds: Int64,
+                                  on connection: PostgresConnection) throws -> Bool {
+        try connection.query("""
+            select courier.breaker_probe_renew(\(destination)::text, \(generation)::bigint, \(worker)::uuid, \(probeLeaseMilliseconds)::bigint)
+            """).rows[0].decode(0, as: Bool?.self) ?? false
     }
 
     /// Tries to win the fleet's single probe for a destination. Returns its generation when won.

@@ -119,8 +119,14 @@ extension JobsTable {
 
     /// Cancels jobs: waiting ones go to the dead letters as `cancelled` in this transaction;
     /// running ones are flagged for their worker. Returns one outcome per id, in order.
+    ///
+    /// The rows are locked first (in id order, as every other multi-row write here), so a
+    /// job that moves between running and waiting meanwhile is judged in its new state
+    /// rather than missed by both statements. The notification carries no ids: workers
+    /// read which of their jobs were cancelled from the table, so any number can be cancelled.
     public static func cancel(ids: [Int64], on connection: PostgresConnection) throws -> [(id: Int64, outcome: CancelOutcome)] {
         try connection.withTransaction { tx in
+            try tx.query("select id from courier.jobs where id = any(\(ids)) order by id for update")
             let cancelled = Set(try tx.query("""
                 with gone as (
                     delete from courier.jobs where id = any(\(ids)) and state = 'available' returning *
@@ -140,7 +146,7 @@ extension JobsTable {
                 returning id
                 """).rows.map { try $0.decode(0, as: Int64.self) })
             if !flagged.isEmpty {
-                try tx.query("select pg_notify('courier_cancel', array_to_string(\(Array(flagged)), ','))")
+                try tx.query("select pg_notify('courier_cancel', '')")
             }
             return ids.map { id in
                 (id, cancelled.contains(id) ? .cancelled : flagged.contains(id) ? .cancelRequested : .notFound)

@@ -235,22 +235,24 @@ extension JobsTable {
         }
     }
 
+    /// ``HTTPMethod/idempotent``, bound into the rescue statement so SQL and Swift share one list.
+    static let idempotentMethodNames = HTTPMethod.idempotent.map(\.rawValue)
+
     /// Recovers jobs whose lease expired (their worker died or hung). The lost attempt
     /// counts, recorded as `lease_expired`; since the request may have been delivered, a
     /// job is put back only if it is safe to repeat (idempotent method or an idempotency
     /// key) and has attempts left, and otherwise dead-lettered as `ambiguous` or
     /// `exhausted`. Only one worker in the fleet rescues at a time (advisory lock).
-    /// ``HTTPMethod/idempotent``, bound into the rescue statement so SQL and Swift share one list.
-    static let idempotentMethodNames = HTTPMethod.idempotent.map(\.rawValue)
-
-    public static func rescueExpired(limit: Int = 1000, on connection: PostgresConnection) throws -> RescueResult {
+    /// - Parameter now: the time leases are judged against; nil (what workers pass) is
+    ///   the database's clock. Tests pass a later time instead of rewriting rows.
+    public static func rescueExpired(limit: Int = 1000, now: Date? = nil, on connection: PostgresConnection) throws -> RescueResult {
         try connection.withTransaction { tx in
             let locked = try tx.query("select pg_try_advisory_xact_lock(\(Self.rescueLockKey))").rows.first?.decode(0, as: Bool.self) ?? false
             guard locked else { return RescueResult(requeued: 0, deadLettered: 0, ranHere: false) }
             let rows = try tx.query("""
                 with expired as (
                     select id from courier.jobs
-                    where state = 'running' and lease_expires_at < now()
+                    where state = 'running' and lease_expires_at < coalesce(\(now)::timestamptz, now())
                     order by lease_expires_at limit \(limit)
                     for update skip locked
                 ),
@@ -314,14 +316,14 @@ extension JobsTable {
     }
 
     /// Deletes succeeded-job records older than the retention, a batch at a time.
-    /// Returns how many were deleted.
-    public static func pruneCompleted(olderThanMilliseconds: Int64, batch: Int = 5000,
+    /// Returns how many were deleted. `now` nil is the database's clock.
+    public static func pruneCompleted(olderThanMilliseconds: Int64, batch: Int = 5000, now: Date? = nil,
                                       on connection: PostgresConnection) throws -> Int {
         try connection.execute("""
             delete from courier.completed_jobs
             where id in (
                 select id from courier.completed_jobs
-                where finished_at < now() - \(olderThanMilliseconds) * interval '1 millisecond'
+                where finished_at < coalesce(\(now)::timestamptz, now()) - \(olderThanMilliseconds) * interval '1 millisecond'
                 limit \(batch))
             """)
     }

@@ -54,8 +54,8 @@ extension Worker {
         let ended = withState { $0.jobs[lease] } ?? entry
         let (cancelledByOperator, abortedByShutdown) = (ended.cancelledByOperator, ended.abortedByShutdown)
         if let generation = ended.probeGeneration {
-            if cancelledByOperator || abortedByShutdown || classification.errorClass == .cancelled {
-                // Cancelled or aborted at shutdown: the probe says nothing about the destination.
+            if cancelledByOperator || abortedByShutdown || classification.errorClass == .cancelled || classification.isLocalRefusal {
+                // Cancelled, aborted at shutdown or refused before sending: the probe says nothing about the destination.
                 acknowledge(.probeAbandon(destination: job.destination, generation: generation))
             } else {
                 // The verdict: the destination answered in a way that is not a breaker failure.

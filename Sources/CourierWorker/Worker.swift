@@ -292,6 +292,7 @@ extension Worker: JobIntake {
 
 extension Worker: LeaseHolder {
     var heldIDs: [Int64] { withState { $0.heldIDs } }
+    var heldProbes: [(destination: String, generation: Int64)] { withState { $0.heldProbes } }
 
     func cancelRequested(_ ids: [Int64]) {
         guard !ids.isEmpty else { return }

@@ -143,4 +143,13 @@ private let cases: [ClassifierCase] = [
         #expect(MediaType("a b/c") == nil)
         #expect(throws: ValidationError.self) { try MediaType.parseExpectation("html") }
     }
+
+    @Test func onlyRefusalsBeforeSendingAreLocalRefusals() {
+        let now = Date()
+        #expect(OutcomeClassifier.classify(.blocked("private address"), expectContentType: nil, now: now).isLocalRefusal)
+        for outcome in [response(404), response(200), response(500), TransportOutcome.notSent("connection refused"),
+                        .timedOut(connected: true, "slow"), .connectionLost("reset"), .cancelled(maybeSent: false)] {
+            #expect(!OutcomeClassifier.classify(outcome, expectContentType: nil, now: now).isLocalRefusal, "\(outcome)")
+        }
+    }
 }

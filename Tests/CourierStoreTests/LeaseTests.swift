@@ -121,8 +121,9 @@ import Testing
         try CourierTestDatabase.with { (_, db) throws in
             let id = try enqueue(db, 1)[0]
             _ = try JobsTable.claim(queue: "default", limit: 1, worker: workerA, leaseMilliseconds: 30_000, on: db)
-            try db.query("update courier.jobs set lease_expires_at = now() - interval '1 second' where id = \(id)")
-            let rescued = try JobsTable.rescueExpired(on: db)
+            // Judged 31 s from now, the 30 s lease has expired: no row is rewritten to move time.
+            #expect(try JobsTable.rescueExpired(on: db) == .init(requeued: 0, deadLettered: 0, ranHere: true))
+            let rescued = try JobsTable.rescueExpired(now: Date().addingTimeInterval(31), on: db)
             #expect(rescued == .init(requeued: 1, deadLettered: 0, ranHere: true))
             let reclaimed = try JobsTable.claim(queue: "default", limit: 1, worker: workerB, leaseMilliseconds: 30_000, on: db)
             #expect(reclaimed.first?.attempt == 2)
@@ -144,8 +145,7 @@ import Testing
             last.maxAttempts = 1
             let exhausted = try JobsTable.enqueue(last, on: db)
             _ = try JobsTable.claim(queue: "default", limit: 10, worker: workerA, leaseMilliseconds: 30_000, on: db)
-            try db.query("update courier.jobs set lease_expires_at = now() - interval '1 second'")
-            let result = try JobsTable.rescueExpired(on: db)
+            let result = try JobsTable.rescueExpired(now: Date().addingTimeInterval(31), on: db)
             #expect(result.requeued == 1)
             #expect(result.deadLettered == 2)
             #expect(try JobsTable.get(id: unsafe, on: db)?.deadReason == "ambiguous")

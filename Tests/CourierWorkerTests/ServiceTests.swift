@@ -89,6 +89,92 @@ import Testing
     }
 }
 
+extension ServiceTests {
+    @Test func isolatedFailuresOnManyWorkersBetweenSuccessesDoNotTripTheBreaker() throws {
+        try CourierTestDatabase.with { database, db in
+            let destination = "http://127.0.0.1:9"
+            let config = configuration(database)
+            let threshold = config.breakerPolicy.failureThreshold
+            // More workers than the threshold, each seeing thousands of successes and then one failure.
+            let reporters = (0...threshold).map { _ in
+                BreakerReporter(configuration: .init(config, worker: UUID()), session: session(database),
+                                logger: Logger(level: .error, sink: { _ in }), jitteredCooldown: { $0.cooldown })
+            }
+            let ok = Classification.success(status: 200)
+            let failed = Classification(succeeded: false, errorClass: .server, status: 500, message: "HTTP 500",
+                                        mayHaveBeenDelivered: true, retryable: true)
+            #expect(failed.countsAsBreakerFailure)
+            var now = ContinuousClock.now
+            for reporter in reporters {
+                for _ in 0..<1000 { reporter.note(destination, ok, now: now) }
+                now += .milliseconds(250)
+                reporter.report(now: now)   // success only: nothing written yet, nothing forgotten
+            }
+            for reporter in reporters {
+                reporter.note(destination, failed, now: now)
+                now += .milliseconds(250)
+                reporter.report(now: now)
+            }
+            let row = try #require(try BreakersTable.list(destination: destination, on: db).first)
+            #expect(row.state == "closed", "each failure came after successes on its worker")
+        }
+    }
+}
+
+extension ServiceTests {
+    /// Opens the breaker of `destination` with a 1 ms cooldown and one waiting job, so a probe is due at once.
+    func openBreaker(_ destination: String, on db: PostgresConnection, policy: BreakerPolicy) throws {
+        _ = try JobsTable.enqueue(EnqueueRequest(url: destination + "/probe"), on: db)
+        var report = policy.reportPolicy
+        report.cooldownMilliseconds = 1
+        let state = try BreakersTable.report(destination: destination, successes: 0, failures: policy.failureThreshold,
+                                             trailingFailures: policy.failureThreshold, worker: "test", policy: report, on: db)
+        #expect(state == "open")
+        try db.simpleQuery("select pg_sleep(0.01)")
+    }
+
+    @Test func theHeartbeaterRenewsTheProbeLeaseOfARunningProbe() throws {
+        try CourierTestDatabase.with { database, db in
+            let config = configuration(database)
+            let destination = "http://127.0.0.1:9"
+            try openBreaker(destination, on: db, policy: config.breakerPolicy)
+            let id = UUID()
+            // A probe lease of 2 s, shorter than the request it guards.
+            let generation = try #require(try BreakersTable.tryProbe(destination: destination, worker: id, probeLeaseMilliseconds: 2000, on: db))
+            let holder = FakeHolder()
+            holder.probes = [(destination, generation)]
+            let registration = WorkersTable.Registration(id: id, host: "test", pid: 1, queues: ["default"], concurrency: 1,
+                                                         version: "test", heartbeatIntervalMilliseconds: 1000)
+            let heartbeater = Heartbeater(configuration: .init(config, registration: registration), session: session(database), holder: holder)
+            _ = heartbeater.runOnce(now: .now)
+            let left = try db.query("""
+                select extract(epoch from probe_lease_until - now())::float8 from courier.breakers where destination = \(destination)
+                """).rows[0].decode(0, as: Double.self)
+            #expect(left > 20, "renewed to the configured probe lease (\(config.breakerPolicy.probeLease)), not left at 2 s")
+            #expect(try !BreakersTable.renewProbe(destination: destination, generation: generation - 1, worker: id,
+                                                  probeLeaseMilliseconds: 1000, on: db), "a stale generation renews nothing")
+            #expect(try !BreakersTable.renewProbe(destination: destination, generation: generation, worker: UUID(),
+                                                  probeLeaseMilliseconds: 1000, on: db), "nor another worker's")
+            heartbeater.finish()
+        }
+    }
+
+    @Test func noProbeBeforeTheDestinationsRetryAfter() throws {
+        try CourierTestDatabase.with { database, db in
+            let config = configuration(database)
+            let destination = "http://127.0.0.1:9"
+            try openBreaker(destination, on: db, policy: config.breakerPolicy)
+            // The last probe was answered 429 with Retry-After: 3600.
+            try BreakersTable.pause(destination: destination, milliseconds: 3_600_000, on: db)
+            #expect(try BreakersTable.dueForProbe(queues: ["default"], on: db).isEmpty)
+            #expect(try BreakersTable.tryProbe(destination: destination, worker: UUID(), probeLeaseMilliseconds: 1000, on: db) == nil)
+            try db.simpleQuery("update courier.breakers set not_before = now() - interval '1 second'")
+            #expect(try BreakersTable.dueForProbe(queues: ["default"], on: db) == [destination])
+            #expect(try BreakersTable.tryProbe(destination: destination, worker: UUID(), probeLeaseMilliseconds: 1000, on: db) != nil)
+        }
+    }
+}
+
 final class FakeHolder: LeaseHolder, @unchecked Sendable {
     private let lock = NSLock()
     private var _held: [Int64] = []
@@ -99,6 +185,8 @@ final class FakeHolder: LeaseHolder, @unchecked Sendable {
     }
     var cancelled: [Int64] { lock.withLock { _cancelled } }
     var heldIDs: [Int64] { held }
+    var probes: [(destination: String, generation: Int64)] = []
+    var heldProbes: [(destination: String, generation: Int64)] { lock.withLock { probes } }
     var isStopping: Bool { false }
     func cancelRequested(_ ids: [Int64]) { lock.withLock { _cancelled += ids } }
 }

@@ -38,6 +38,8 @@ public protocol WorkerStore {
     func breakerProbeResult(destination: String, generation: Int64, succeeded: Bool, worker: String,
                             policy: BreakersTable.ReportPolicy, jitter: Double) throws -> String?
     func breakerAbandonProbe(destination: String, generation: Int64, worker: String) throws -> Bool
+    /// Renews a probe lease this worker holds; false when the probe is no longer its own.
+    func breakerRenewProbe(destination: String, generation: Int64, worker: UUID, probeLeaseMilliseconds: Int64) throws -> Bool
 
     // Statistics, settings, housekeeping.
     func attemptStatsAdd(_ counts: [AttemptStatsTable.Key: AttemptStatsTable.Counts]) throws
@@ -124,6 +126,12 @@ public struct PostgresWorkerStore: WorkerStore {
     }
     public func breakerAbandonProbe(destination: String, generation: Int64, worker: String) throws -> Bool {
         try BreakersTable.abandonProbe(destination: destination, generation: generation, worker: worker, on: connection)
+    }
+
+    public func breakerRenewProbe(destination: String, generation: Int64, worker: UUID,
+                                  probeLeaseMilliseconds: Int64) throws -> Bool {
+        try BreakersTable.renewProbe(destination: destination, generation: generation, worker: worker,
+                                     probeLeaseMilliseconds: probeLeaseMilliseconds, on: connection)
     }
 
     public func attemptStatsAdd(_ counts: [AttemptStatsTable.Key: AttemptStatsTable.Counts]) throws {

@@ -86,6 +86,10 @@ public struct WorkerStateMachine: Sendable {
     public var freeSlots: Int { isRunning ? max(0, concurrency - jobs.count) : 0 }
     /// Ids of the jobs whose leases must be renewed.
     public var heldIDs: [Int64] { jobs.keys.map(\.id) }
+    /// The half-open probes among them, whose probe leases must be renewed too.
+    public var heldProbes: [(destination: String, generation: Int64)] {
+        jobs.values.compactMap { entry in entry.probeGeneration.map { (entry.job.destination, $0) } }
+    }
 
     // MARK: Events
 

@@ -28,6 +28,8 @@ final class BreakerReporter: WorkerService, @unchecked Sendable {
 
     private let lock = NSLock()
     private var evidence: [String: BreakerEvidence] = [:]
+    /// When each destination's unreported evidence began to gather.
+    private var gatheringSince: [String: ContinuousClock.Instant] = [:]
     /// When this worker last reported failures per destination (pure-success evidence
     /// is only worth a write while failures are being counted).
     private var lastFailureReport: [String: ContinuousClock.Instant] = [:]
@@ -42,9 +44,10 @@ final class BreakerReporter: WorkerService, @unchecked Sendable {
     }
 
     /// Counts one finished attempt against its destination.
-    func note(_ destination: String, _ classification: Classification) {
+    func note(_ destination: String, _ classification: Classification, now: ContinuousClock.Instant = .now) {
         guard classification.succeeded || classification.countsAsBreakerFailure else { return }
         let tripsAlone = lock.withLock { () -> Bool in
+            if gatheringSince[destination] == nil { gatheringSince[destination] = now }
             evidence[destination, default: BreakerEvidence()].record(classification)
             return evidence[destination]!.wouldTrip(configuration.breakerPolicy)
         }
@@ -63,6 +66,13 @@ final class BreakerReporter: WorkerService, @unchecked Sendable {
     }
 
     /// Writes the evidence gathered since the last report, one call per destination.
+    ///
+    /// Success-only evidence is not worth a write on its own, but it is not thrown away
+    /// either: it waits for the destination's next failure and goes with it, so isolated
+    /// failures seen by different workers never add up to "consecutive failures" over
+    /// the successes in between. Successes older than a window shrink to one (enough to
+    /// break a run of failures, too little to dilute the window's failure rate), and a
+    /// destination quiet for ten windows is forgotten.
     func report(now: ContinuousClock.Instant) {
         let window = configuration.breakerPolicy.window
         let batch = lock.withLock { () -> [(String, BreakerEvidence)] in
@@ -72,9 +82,17 @@ final class BreakerReporter: WorkerService, @unchecked Sendable {
                 if gathered.failures > 0 || recentlyFailing {
                     due.append((destination, gathered))
                     if gathered.failures > 0 { lastFailureReport[destination] = now }
+                    evidence[destination] = nil
+                    gatheringSince[destination] = nil
+                } else if let since = gatheringSince[destination], now - since >= window {
+                    if now - since >= window * 10 {
+                        evidence[destination] = nil
+                        gatheringSince[destination] = nil
+                    } else if gathered.successes > 1 {
+                        evidence[destination] = BreakerEvidence(successes: 1)
+                    }
                 }
             }
-            evidence.removeAll(keepingCapacity: true)
             lastFailureReport = lastFailureReport.filter { now - $0.value < window }
             return due
         }

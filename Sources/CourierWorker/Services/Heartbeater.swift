@@ -6,6 +6,8 @@ import Foundation
 protocol LeaseHolder: AnyObject, Sendable {
     /// Ids of the jobs whose leases this worker holds.
     var heldIDs: [Int64] { get }
+    /// The half-open probes this worker is running: their leases are renewed with the jobs'.
+    var heldProbes: [(destination: String, generation: Int64)] { get }
     /// True once a graceful shutdown has begun.
     var isStopping: Bool { get }
     /// The database says an operator cancelled these jobs.
@@ -21,6 +23,7 @@ final class Heartbeater: WorkerService, @unchecked Sendable {
     struct Configuration: Sendable {
         var registration: WorkersTable.Registration
         var leaseMilliseconds: Int
+        var probeLeaseMilliseconds: Int64
         /// How often leases and the registration are renewed: a third of the lease, between 200 ms and 10 s.
         var interval: Duration
         /// How often running jobs are checked for cancellation between renewals. Default 1 s.
@@ -29,6 +32,7 @@ final class Heartbeater: WorkerService, @unchecked Sendable {
         init(_ c: WorkerConfiguration, registration: WorkersTable.Registration) {
             self.registration = registration
             leaseMilliseconds = Int(c.lease.milliseconds)
+            probeLeaseMilliseconds = Int64(c.breakerPolicy.probeLease.milliseconds)
             interval = c.heartbeatInterval
         }
     }
@@ -62,12 +66,19 @@ final class Heartbeater: WorkerService, @unchecked Sendable {
             registered = true
         }
         let held = holder.heldIDs
+        let probes = holder.heldProbes
         let stopping = holder.isStopping
         let wanted = lock.withLock { () -> Bool in defer { cancelCheckWanted = false }; return cancelCheckWanted }
         if lastHeartbeat.map({ now - $0 >= configuration.interval }) ?? true || stopping != reportedStopping {
             let result = session.run { store -> [Int64] in
                 if !(try store.workerHeartbeat(id: id, stopping: stopping)) {
                     try store.workerRegister(self.configuration.registration)
+                }
+                // A probe whose request outlives its lease would be taken over by another worker
+                // while this one still waits for the answer: renew it like the job's lease.
+                for probe in probes {
+                    _ = try store.breakerRenewProbe(destination: probe.destination, generation: probe.generation, worker: id,
+                                                    probeLeaseMilliseconds: self.configuration.probeLeaseMilliseconds)
                 }
                 return try store.jobsExtendLeases(ids: held, worker: id, leaseMilliseconds: self.configuration.leaseMilliseconds)
             }
