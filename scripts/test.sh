@@ -12,7 +12,8 @@ bin=$(swift build --show-bin-path)
 dir=$(mktemp -d /tmp/courier-test-XXXXXX)
 chmod 755 "$dir"
 # A free port below Linux's ephemeral range (32768+), where no client socket can take it.
-port=$(python3 -c '
+free_port() {
+    python3 -c '
 import random, socket
 for _ in range(200):
     p = random.randint(20000, 30999)
@@ -23,8 +24,13 @@ for _ in range(200):
         pass
     finally:
         s.close()
-')
+'
+}
+port=$(free_port)
 cleanup() {
+    for pidfile in "$dir"/pgbouncer-*/pgbouncer.pid; do
+        if [ -f "$pidfile" ]; then kill -TERM "$(cat "$pidfile")" 2>/dev/null || true; fi
+    done
     "$bin/jobctl" devdb stop --dir "$dir" >/dev/null 2>&1 || true
     rm -rf "$dir"
 }
@@ -35,6 +41,14 @@ echo "starting a private PostgreSQL in $dir on port $port" >&2
 
 export COURIER_TEST_DATABASE_URL="postgresql:///postgres?host=$dir/run&port=$port&user=courier"
 export COURIER_BIN_DIR="$bin"
+# PgBouncer in each pool mode in front of the cluster, with its default configuration;
+# tests reach their own database through them by name (and fail when these are unset).
+session_port=$(scripts/start-pgbouncer.sh session "$dir/pgbouncer-session" "$dir/run" "$port" "$(free_port)")
+transaction_port=$(scripts/start-pgbouncer.sh transaction "$dir/pgbouncer-transaction" "$dir/run" "$port" "$(free_port)")
+statement_port=$(scripts/start-pgbouncer.sh statement "$dir/pgbouncer-statement" "$dir/run" "$port" "$(free_port)")
+export COURIER_TEST_PGBOUNCER_STATEMENT_URL="postgresql://courier@127.0.0.1:$statement_port/postgres"
+export COURIER_TEST_PGBOUNCER_SESSION_URL="postgresql://courier@127.0.0.1:$session_port/postgres"
+export COURIER_TEST_PGBOUNCER_TRANSACTION_URL="postgresql://courier@127.0.0.1:$transaction_port/postgres"
 # Tests that drive a real Python client (receivers, parsers, psycopg) use this interpreter.
 export COURIER_TEST_PYTHON="$PWD/.venv/bin/python3"
 # Suites run one after another: several tests run a worker in-process, and its jobs

@@ -8,6 +8,13 @@ import Postgres
 /// exit code, so tests drive it in-process exactly as the executable does.
 public enum Jobctl {
     public static func run(_ arguments: [String], io: ControlIO) -> Int32 {
+        // No command at all is a usage mistake: show what there is, on stderr, and exit 2.
+        if arguments.isEmpty {
+            if case .help(let text)? = try? CommandLineParser.parse(["--help"], root: JobctlCommands.root, environment: io.environment) {
+                io.writeErr(text + "\n")
+            }
+            return 2
+        }
         let command: ParsedCommand
         do {
             switch try CommandLineParser.parse(arguments, root: JobctlCommands.root, environment: io.environment) {
@@ -74,11 +81,21 @@ public enum Jobctl {
     /// Connects to the database named by `--database-url`, `DATABASE_URL` or the `PG*` variables.
     static func connect(_ command: ParsedCommand, io: ControlIO) throws -> PostgresConnection {
         let configuration = PostgresConfiguration.resolve(flag: command.value("database-url"), environment: io.environment)
+        if let problem = PostgresConnectionString.problem(configuration.connectionString) {
+            // The parser reads DATABASE_URL into the flag's value too: name both.
+            throw ControlError.badInput("error: --database-url (or DATABASE_URL): \(problem)")
+        }
         do {
             return try PostgresConnection.connect(PostgresConfiguration(connectionString: configuration.connectionString,
                                                                         applicationName: "jobctl"))
         } catch {
-            throw ControlError.runtime("error: cannot connect to the database: \(error)")
+            // libpq's message already says "connection to server ... failed"; do not repeat it.
+            let message = (error as? PostgresError)?.message ?? "\(error)"
+            var text = "error: cannot connect to the database: \(message)"
+            if configuration.connectionString.isEmpty && !io.environment.keys.contains(where: { $0.hasPrefix("PG") }) {
+                text += "\nhint: no database was given, so libpq tried its default (the local system cluster); set DATABASE_URL or pass --database-url, or for a development database run: export DATABASE_URL=\"$(jobctl devdb start)\""
+            }
+            throw ControlError.runtime(text)
         }
     }
 

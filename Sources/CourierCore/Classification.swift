@@ -20,6 +20,10 @@ public struct Classification: Sendable, Equatable {
     /// Whether this attempt is evidence that the destination is down
     /// (`transport`, `timeout`, `connection_lost`, `server`).
     public var countsAsBreakerFailure: Bool
+    /// The worker's own configuration stopped the attempt (see
+    /// ``TransportOutcome/refusedByConfiguration(_:)``, a missing secret, no handler for
+    /// the kind): the job is handed back without using an attempt, for another worker.
+    public var refusedByConfiguration = false
 
     /// Creates a classification; `countsAsBreakerFailure` follows the class.
     public init(

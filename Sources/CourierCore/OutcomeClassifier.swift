@@ -7,18 +7,20 @@ import Foundation
 /// | Outcome | Class | May have been delivered | Retryable |
 /// |---|---|---|---|
 /// | not sent (DNS, connect, TLS) | `transport` | no | yes, any method |
-/// | blocked (SSRF guard, scheme) | `client` | no | no → `permanent` |
+/// | blocked (scheme, malformed URL) | `client` | no | no → `permanent` |
+/// | refused by this worker's configuration (private address, secret) | `client` | no | handed back, no attempt used |
 /// | timeout before connecting | `timeout` | no | yes, any method |
 /// | timeout after connecting | `timeout` | yes | if idempotent or keyed |
 /// | connection lost | `connection_lost` | yes | if idempotent or keyed |
 /// | 2xx (content type as expected) | success | | |
 /// | 2xx breaking `expect_content_type` | `invalid_response` | yes | no |
 /// | 304 Not Modified | success | | |
-/// | other 3xx | `client` | yes | no → `permanent` (redirects are not followed) |
+/// | other 3xx | `client` | yes | no → `permanent` (redirects are not followed; the message names the `Location`) |
 /// | 408, 425 | `server` | no | yes, any method |
 /// | 429 | `throttled` | no | yes, any method |
 /// | 503 with a valid `Retry-After` | `throttled` | no | yes, any method |
 /// | 503 without one | `server` | no | yes, any method |
+/// | 501 Not Implemented | `server` | yes | no → `permanent` (not breaker evidence) |
 /// | other 5xx, 1xx, status ≥ 600 | `server` | yes | if idempotent or keyed |
 /// | other 4xx (incl. 401, 403) | `client` | yes | no → `permanent` |
 /// | cancelled | `cancelled` | as reported | no → `cancelled` |
@@ -48,6 +50,11 @@ public enum OutcomeClassifier {
             return Classification(succeeded: false, errorClass: .transport, message: "not sent: \(detail)", mayHaveBeenDelivered: false, retryable: true)
         case .blocked(let detail):
             return Classification(succeeded: false, errorClass: .client, message: "refused to send: \(detail)", mayHaveBeenDelivered: false, retryable: false)
+        case .refusedByConfiguration(let detail):
+            var refused = Classification(succeeded: false, errorClass: .client, message: "this worker may not send it: \(detail)",
+                                         mayHaveBeenDelivered: false, retryable: false)
+            refused.refusedByConfiguration = true
+            return refused
         case .timedOut(let connected, let detail):
             let phase = connected ? "after the connection was made" : "before a connection was made"
             return Classification(succeeded: false, errorClass: .timeout, message: "timed out \(phase): \(detail)", mayHaveBeenDelivered: connected, retryable: true)
@@ -78,11 +85,19 @@ public enum OutcomeClassifier {
                let problem = contentProblem(response, expected: expected) {
                 return failure(.invalidResponse, problem, delivered: true, retryable: false)
             }
-            return Classification(succeeded: true, errorClass: nil, status: status, message: "HTTP \(status)", mayHaveBeenDelivered: true, retryable: false)
+            // Say what was checked: a body over the cap was only checked as far as it was read.
+            let partly = expectContentType != nil && response.bodyTruncated
+                ? " (the body exceeded the response-body cap: only its content type and start were checked)" : ""
+            return Classification(succeeded: true, errorClass: nil, status: status, message: "HTTP \(status)\(partly)", mayHaveBeenDelivered: true, retryable: false)
         case 304:
             return Classification(succeeded: true, errorClass: nil, status: status, message: "HTTP 304 (not modified)", mayHaveBeenDelivered: true, retryable: false)
         case 300...399:
-            return failure(.client, "HTTP \(status): redirect not followed; update the job's URL", delivered: true, retryable: false)
+            // Where it pointed, without query or fragment (they may carry tokens).
+            let target = response.header("Location").map { location -> String in
+                let cut = location.firstIndex { $0 == "?" || $0 == "#" }
+                return " to \(Quoting.quote(cut.map { String(location[..<$0]) + "?..." } ?? location, limit: 200))"
+            } ?? ""
+            return failure(.client, "HTTP \(status): redirect\(target) not followed; update the job's URL", delivered: true, retryable: false)
         case 408, 425:
             return failure(.server, "HTTP \(status): the server did not process the request\(afterText)", delivered: false, retryable: true)
         case 429:
@@ -96,6 +111,12 @@ public enum OutcomeClassifier {
             return failure(.client, "HTTP \(status): not authorized; never repeated", delivered: true, retryable: false)
         case 400...499:
             return failure(.client, "HTTP \(status)", delivered: true, retryable: false)
+        case 501:
+            // Not Implemented: the server does not support the method; retrying cannot change that,
+            // and it says nothing about the destination's health.
+            var notImplemented = failure(.server, "HTTP 501: not implemented; retrying cannot change it", delivered: true, retryable: false)
+            notImplemented.countsAsBreakerFailure = false
+            return notImplemented
         case 500...599:
             return failure(.server, "HTTP \(status)\(afterText)", delivered: true, retryable: true)
         default:

@@ -6,8 +6,12 @@
 public enum TransportOutcome: Sendable, Equatable {
     /// Name resolution, connect or TLS failed: certainly not delivered.
     case notSent(String)
-    /// Courier refused to send (SSRF guard, disallowed scheme): never sent, permanent.
+    /// Courier refused to send (disallowed scheme, malformed URL): never sent, permanent.
     case blocked(String)
+    /// This worker's own configuration forbids the request (the address guard refused a
+    /// private address: `--allow-private-networks` is not given; a secret it cannot
+    /// resolve). Never sent; another worker of the fleet may be allowed to send it.
+    case refusedByConfiguration(String)
     /// The request timed out. `connected: false` means certainly not delivered.
     case timedOut(connected: Bool, String)
     /// The connection broke after the request was (maybe) sent.

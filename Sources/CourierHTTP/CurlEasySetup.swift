@@ -28,6 +28,9 @@ enum CurlEasySetup {
         set(CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS)
         set(CURLOPT_PROXY, "")                 // never use *_proxy from the environment
         set(CURLOPT_USERAGENT, userAgent)
+        // Offer every encoding this libcurl decodes (gzip, deflate, br, zstd as built) and let
+        // it decode: the content checks and excerpts see the decoded body.
+        set(CURLOPT_ACCEPT_ENCODING, "")
         set(CURLOPT_TIMEOUT_MS, RequestValidation.milliseconds(request.timeout))
         if let connect = request.connectTimeout {
             set(CURLOPT_CONNECTTIMEOUT_MS, RequestValidation.milliseconds(connect))

@@ -24,7 +24,8 @@ enum CurlOutcomeClassifier {
     ) -> TransportOutcome {
         if code == CURLE_OK { return .response(response()) }
         if code == CURLE_WRITE_ERROR && evidence.bodyTruncated { return .response(response()) }
-        if let refusal = evidence.refusal { return .blocked(refusal) }
+        // Every refusal of the address guard depends on this worker's --allow-private-networks.
+        if let refusal = evidence.refusal { return .refusedByConfiguration(refusal) }
         if evidence.resendRefused {
             return .connectionLost("connection closed before a response arrived; the request may have been delivered")
         }

@@ -25,12 +25,15 @@ public struct ClaimedJob: Sendable, Equatable {
     /// The previous retry delay, for decorrelated jitter.
     public var lastDelayMilliseconds: Int64?
     public var cancelRequested: Bool
+    /// When the job was enqueued (bounds how long a job no worker may send keeps coming back).
+    public var createdAt: Date?
 
     public init(id: Int64, kind: String = "http", queue: String = "default", attempt: Int, maxAttempts: Int = 5,
                 deadline: Date? = nil, destination: String, method: String = "POST", url: String?,
                 headersJSON: String = "{}", body: String? = nil, timeoutMilliseconds: Int = 30_000,
                 expectContentType: String? = nil, idempotencyKey: String? = nil, argsJSON: String? = nil,
-                lastDelayMilliseconds: Int64? = nil, cancelRequested: Bool = false) {
+                lastDelayMilliseconds: Int64? = nil, cancelRequested: Bool = false, createdAt: Date? = nil) {
+        self.createdAt = createdAt
         self.id = id
         self.kind = kind
         self.queue = queue
@@ -53,7 +56,7 @@ public struct ClaimedJob: Sendable, Equatable {
     static let columns = """
         j.id, j.kind, j.queue, j.attempt, j.max_attempts, j.deadline, j.destination, j.method, j.url, j.headers::text,
         j.body, j.timeout_ms, j.expect_content_type, j.idempotency_key, j.args::text, j.last_delay_ms,
-        j.cancel_requested_at is not null
+        j.cancel_requested_at is not null, j.created_at
         """
 
     init(row: PostgresRow) throws {
@@ -66,7 +69,7 @@ public struct ClaimedJob: Sendable, Equatable {
             body: try row.decode(10, as: String?.self), timeoutMilliseconds: try row.decode(11, as: Int.self),
             expectContentType: try row.decode(12, as: String?.self), idempotencyKey: try row.decode(13, as: String?.self),
             argsJSON: try row.decode(14, as: String?.self), lastDelayMilliseconds: try row.decode(15, as: Int64?.self),
-            cancelRequested: try row.decode(16, as: Bool.self)
+            cancelRequested: try row.decode(16, as: Bool.self), createdAt: try row.decode(17, as: Date?.self)
         )
     }
 }

@@ -121,3 +121,34 @@ public struct TestDatabaseError: Error, CustomStringConvertible, Sendable {
     public var description: String
     init(_ description: String) { self.description = description }
 }
+
+/// A PgBouncer in front of the test cluster, one per pool mode, started by the test
+/// command (scripts/start-pgbouncer.sh) with PgBouncer's default configuration.
+public enum TestPooler: String, Sendable, CaseIterable, CustomStringConvertible {
+    case session, transaction
+    /// Statement mode, which cannot run transactions: for the tests of the refusal.
+    case statement
+
+    /// The modes Courier works in.
+    public static let working: [TestPooler] = [.session, .transaction]
+
+    /// The environment variable holding this pooler's URL (any database name is proxied).
+    public var environmentVariable: String { "COURIER_TEST_PGBOUNCER_\(rawValue.uppercased())_URL" }
+
+    public var description: String { "PgBouncer in \(rawValue) mode" }
+
+    /// A connection string reaching `database` through this pooler. Throws when the test
+    /// command did not start it: tests that need a pooler fail, they never skip.
+    public func url(for database: TestDatabase) throws -> String {
+        try url(for: database, environment: ProcessInfo.processInfo.environment)
+    }
+
+    public func url(for database: TestDatabase, environment: [String: String]) throws -> String {
+        guard let base = environment[environmentVariable], !base.isEmpty else {
+            throw TestDatabaseError("\(environmentVariable) is not set: run the suite with scripts/test.sh, which starts PgBouncer in session, transaction and statement mode")
+        }
+        var parameters = try PostgresConnectionString.parse(base).filter { $0.key != "dbname" }
+        parameters.append(("dbname", database.name))
+        return PostgresConnectionString.render(parameters)
+    }
+}

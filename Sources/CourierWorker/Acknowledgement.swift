@@ -9,6 +9,9 @@ enum Acknowledgement: Sendable, Equatable {
     case deadLetter(JobsTable.DeadLetter)
     /// A leased job that never started: back to the queue, attempt returned.
     case handBack(id: Int64, attempt: Int)
+    /// A job this worker may not run (its configuration): back to the queue, attempt
+    /// returned, not before now + milliseconds.
+    case handBackLater(id: Int64, attempt: Int, milliseconds: Int64)
     /// A destination asked for no requests before now + delay (Retry-After).
     case destinationPause(destination: String, milliseconds: Int64)
     /// The result of a half-open probe, applied only if its generation is still current.
@@ -29,6 +32,7 @@ extension Acknowledgement {
         var handBackIDs: [Int64] = []
         var handBackAttempts: [Int] = []
         var pauses: [String: Int64] = [:]
+        var later: [Int64: (ids: [Int64], attempts: [Int])] = [:]
         var probes: [(String, Int64, Bool)] = []
         var abandoned: [(String, Int64)] = []
         for item in batch {
@@ -39,6 +43,9 @@ extension Acknowledgement {
             case .handBack(let id, let attempt):
                 handBackIDs.append(id)
                 handBackAttempts.append(attempt)
+            case .handBackLater(let id, let attempt, let ms):
+                later[ms, default: ([], [])].ids.append(id)
+                later[ms, default: ([], [])].attempts.append(attempt)
             case .destinationPause(let destination, let ms): pauses[destination] = max(pauses[destination] ?? 0, ms)
             case .probeResult(let destination, let generation, let succeeded): probes.append((destination, generation, succeeded))
             case .probeAbandon(let destination, let generation): abandoned.append((destination, generation))
@@ -60,6 +67,9 @@ extension Acknowledgement {
         _ = try store.jobsRetry(retries, worker: worker)
         _ = try store.jobsDeadLetter(letters, worker: worker)
         _ = try store.jobsHandBack(ids: handBackIDs, attempts: handBackAttempts, worker: worker)
+        for (ms, group) in later.sorted(by: { $0.key < $1.key }) {
+            _ = try store.jobsHandBack(ids: group.ids, attempts: group.attempts, worker: worker, notBeforeMilliseconds: ms)
+        }
     }
 }
 
@@ -67,7 +77,7 @@ extension Acknowledgement {
     /// Whether writing it puts a job back in the queue (so the claimer should look).
     var requeuesJob: Bool {
         switch self {
-        case .retry, .handBack: true
+        case .retry, .handBack, .handBackLater: true
         default: false
         }
     }
@@ -79,6 +89,7 @@ extension Acknowledgement {
         case .retry(let r): "retry job=\(r.id) attempt=\(r.attempt)"
         case .deadLetter(let d): "dead_letter job=\(d.id) attempt=\(d.attempt) reason=\(d.reason)"
         case .handBack(let id, let attempt): "hand_back job=\(id) attempt=\(attempt)"
+        case .handBackLater(let id, let attempt, let ms): "hand_back job=\(id) attempt=\(attempt) not_before_ms=\(ms)"
         case .destinationPause(let destination, let ms): "pause destination=\(destination) ms=\(ms)"
         case .probeResult(let destination, let generation, let ok): "probe_result destination=\(destination) generation=\(generation) healthy=\(ok)"
         case .probeAbandon(let destination, let generation): "probe_abandon destination=\(destination) generation=\(generation)"

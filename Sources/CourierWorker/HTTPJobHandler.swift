@@ -18,7 +18,9 @@ public struct HTTPJobHandler: JobHandler {
         let request: HTTPRequest
         switch buildRequest(job) {
         case .success(let built): request = built
-        case .failure(let refusal): return OutcomeClassifier.classify(.blocked(refusal.message), expectContentType: nil, now: Date())
+        case .failure(let refusal):
+            let outcome: TransportOutcome = refusal.isLocal ? .refusedByConfiguration(refusal.message) : .blocked(refusal.message)
+            return OutcomeClassifier.classify(outcome, expectContentType: nil, now: Date())
         }
         let outcome = await transport.send(request)
         var classification = OutcomeClassifier.classify(outcome, expectContentType: job.expectContentType, now: Date())
@@ -49,7 +51,8 @@ public struct HTTPJobHandler: JobHandler {
         return Set(stored.compactMap { name, value in (value as? [String: Any])?["secret"] != nil ? name : nil })
     }
 
-    struct Refusal: Error { var message: String }
+    /// Why a request was not built; `isLocal` when the cause is this worker's configuration (a secret it cannot resolve).
+    struct Refusal: Error { var message: String; var isLocal = false }
 
     /// The request for one attempt: stored headers with secrets resolved, the
     /// `Idempotency-Key` header, and a content type for bodies that have none.
@@ -62,7 +65,7 @@ public struct HTTPJobHandler: JobHandler {
                 headers.append(HTTPHeader(name: name, value: value))
             } else if let reference = stored[name] as? [String: Any], let secretName = reference["secret"] as? String {
                 guard let value = secrets.resolve(secretName) else {
-                    return .failure(Refusal(message: "secret '\(secretName)' for header \(name) is not set (\(SecretResolver.environmentName(for: secretName)) or the secrets directory)"))
+                    return .failure(Refusal(message: "secret '\(secretName)' for header \(name) is not set (\(SecretResolver.environmentName(for: secretName)) or the secrets directory)", isLocal: true))
                 }
                 headers.append(HTTPHeader(name: name, value: value))
             }

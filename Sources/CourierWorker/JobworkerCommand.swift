@@ -49,6 +49,8 @@ public enum JobworkerCommand {
             .option("database-url", value: "URL",
                     help: "The database: a libpq URI or key=value conninfo. The PG* variables apply too, as in libpq.",
                     environmentVariable: "DATABASE_URL"),
+            option("listen-database-url", value: "URL",
+                   help: "Where to LISTEN for new jobs and cancellations: a direct connection (or a session-mode pool) when --database-url goes through a transaction-mode pooler such as PgBouncer. Without it a worker behind a pooler polls every --poll-interval."),
             option("queues", value: "LIST", help: "Comma-separated queues to take jobs from.", defaultValue: d.queues.joined(separator: ",")),
             option("concurrency", value: "N", help: "How many jobs this worker runs at once.", defaultValue: String(d.concurrency)),
             option("lease", value: "DURATION",
@@ -90,6 +92,9 @@ public enum JobworkerCommand {
                    defaultValue: duration(d.retention)),
             option("dead-letter-retention", value: "DURATION",
                    help: "Purge dead letters older than DURATION automatically. Off when not set: dead letters stay until 'jobctl dead purge'."),
+            option("max-response-body", value: "BYTES",
+                   help: "The most response body bytes read per attempt, for the expect_content_type check and dead-letter excerpts; the rest is discarded. A JSON body longer than this is checked only as far as it was read.",
+                   defaultValue: String(d.maxResponseBytes)),
             option("metrics-addr", value: "HOST:PORT",
                    help: "Serve /metrics (Prometheus), /healthz and /readyz on this address. Off when not set."),
             option("secrets-dir", value: "DIR",
@@ -124,6 +129,7 @@ extension WorkerConfiguration {
         public static let minimumBreakerWindow: Duration = .seconds(1)
         public static let minimumBreakerCooldown: Duration = .milliseconds(100)
         public static let minimumDeadLetterRetention: Duration = .seconds(60)
+        public static let maxResponseBytes = 0...(64 << 20)
     }
 
     /// The defaults, as one value (the database left to libpq's defaults).
@@ -135,6 +141,9 @@ extension WorkerConfiguration {
         let d = Self.defaults
         self.init(database: DatabaseConfiguration.resolve(flag: command.value("database-url"), environment: environment))
         database.applicationName = "jobworker"
+        if let listen = command.value("listen-database-url"), !listen.isEmpty {
+            listenDatabase = DatabaseConfiguration(connectionString: listen, applicationName: "jobworker-listen")
+        }
         queues = try command.list("queues")
         concurrency = try command.int("concurrency", range: Bounds.concurrency) ?? d.concurrency
         lease = try command.duration("lease", minimum: Bounds.minimumLease) ?? d.lease
@@ -155,6 +164,7 @@ extension WorkerConfiguration {
         breakerPolicy.cooldownMax = try command.duration("breaker-cooldown-max", minimum: Bounds.minimumBreakerCooldown) ?? d.breakerPolicy.cooldownMax
         retention = try command.duration("retention", minimum: .zero) ?? d.retention
         deadLetterRetention = try command.duration("dead-letter-retention", minimum: Bounds.minimumDeadLetterRetention)
+        maxResponseBytes = try command.int("max-response-body", range: Bounds.maxResponseBytes) ?? d.maxResponseBytes
         metricsAddress = command.value("metrics-addr")
         secretsDirectory = command.value("secrets-dir")
         allowPrivateNetworks = command.flag("allow-private-networks")

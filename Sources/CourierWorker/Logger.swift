@@ -28,11 +28,22 @@ public final class Logger: @unchecked Sendable {
     private let context: [(String, String)]
 
     public init(format: Format = .logfmt, level: Level = .info, context: [(String, String)] = [],
-                sink: @escaping @Sendable (String) -> Void = { line in FileHandle.standardError.write(Data(line.utf8)) }) {
+                sink: @escaping @Sendable (String) -> Void = Logger.writeToStandardError) {
         self.format = format
         self.minimum = level
         self.context = context
         self.sink = sink
+    }
+
+    /// Writes `line` to file descriptor 2, ignoring failures: a closed pipe (EPIPE, with
+    /// SIGPIPE ignored) must not stop the worker, and FileHandle traps on write errors.
+    public static let writeToStandardError: @Sendable (String) -> Void = { line in
+        let bytes = Array(line.utf8)
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes.withUnsafeBytes { write(2, $0.baseAddress! + offset, $0.count - offset) }
+            if written > 0 { offset += written } else if written < 0 && errno == EINTR { continue } else { return }
+        }
     }
 
     public func debug(_ message: String, _ fields: [(String, any Sendable)] = []) { log(.debug, message, fields) }

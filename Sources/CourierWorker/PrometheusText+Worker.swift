@@ -13,9 +13,12 @@ extension PrometheusText {
         public var databaseReachable: Bool
         /// Migrations the worker needs that the database has not applied.
         public var missingMigrations: [String]
+        /// Set while the worker recently refused a job because of its own configuration.
+        public var degradedReason: String?
 
         public init(workerID: String, version: String, concurrency: Int, inFlight: Int, stopping: Bool, databaseReachable: Bool,
-                    missingMigrations: [String] = []) {
+                    missingMigrations: [String] = [], degradedReason: String? = nil) {
+            self.degradedReason = degradedReason
             self.workerID = workerID
             self.version = version
             self.concurrency = concurrency
@@ -26,7 +29,7 @@ extension PrometheusText {
         }
 
         /// What `/readyz` reports.
-        public var ready: Bool { databaseReachable && !stopping && missingMigrations.isEmpty }
+        public var ready: Bool { databaseReachable && !stopping && missingMigrations.isEmpty && degradedReason == nil }
     }
 
     /// The `/metrics` page of a worker. Pure: the same values give the same page.
@@ -48,6 +51,12 @@ extension PrometheusText {
                     Double(state.missingMigrations.count))
         page.single("courier_database_reachable", .gauge, help: "1 when the database answered the last time the worker asked.",
                     state.databaseReachable ? 1 : 0)
+        page.single("courier_worker_degraded", .gauge,
+                    help: "1 while this worker recently handed back a job its own configuration cannot run (private address, secret, handler).",
+                    state.degradedReason == nil ? 0 : 1)
+        page.single("courier_jobs_refused_by_configuration_total", .counter,
+                    help: "Jobs this worker handed back, without using an attempt, because its configuration cannot run them.",
+                    Double(m.refusedByConfiguration))
         page.single("courier_worker_ready", .gauge, help: "1 when /readyz answers 200.", state.ready ? 1 : 0)
 
         var attempts = m.attemptsByClass

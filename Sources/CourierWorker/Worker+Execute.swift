@@ -26,7 +26,7 @@ extension Worker {
         }
         let startedAt = clock.now()
         let began = clock.instant()
-        let classification: Classification
+        var classification: Classification
         if let deadline = job.deadline, deadline <= startedAt {
             classification = Classification(succeeded: false, errorClass: nil, message: "the deadline passed before the attempt",
                                             mayHaveBeenDelivered: false, retryable: false)
@@ -46,13 +46,22 @@ extension Worker {
         } else if let handler = handler(for: job.kind) {
             classification = await handler.perform(job)
         } else {
-            classification = Classification(succeeded: false, errorClass: .client,
-                                            message: "no handler is registered for job kind '\(job.kind)'",
-                                            mayHaveBeenDelivered: false, retryable: false)
+            var missing = Classification(succeeded: false, errorClass: .client,
+                                         message: "this worker has no handler for job kind '\(job.kind)'",
+                                         mayHaveBeenDelivered: false, retryable: false)
+            missing.refusedByConfiguration = true
+            classification = missing
         }
         let elapsed = clock.instant() - began
         let ended = withState { $0.jobs[lease] } ?? entry
         let (cancelledByOperator, abortedByShutdown) = (ended.cancelledByOperator, ended.abortedByShutdown)
+        if classification.refusedByConfiguration, !cancelledByOperator, !abortedByShutdown {
+            if refuseHere(job, classification, probeGeneration: ended.probeGeneration) {
+                finish(lease)
+                return
+            }
+            classification.refusedByConfiguration = false
+        }
         if let generation = ended.probeGeneration {
             if cancelledByOperator || abortedByShutdown || classification.errorClass == .cancelled || classification.isLocalRefusal {
                 // Cancelled, aborted at shutdown or refused before sending: the probe says nothing about the destination.

@@ -50,6 +50,10 @@ public final class Worker: @unchecked Sendable {
     private let runLock = NSLock()
     private var stoppedContinuation: CheckedContinuation<Void, Never>?
     private var shutdownStarted = false
+    private var fatalReason: String?
+    /// The last job this worker refused because of its own configuration, and when.
+    let refusalLock = NSLock()
+    var lastLocalRefusal: (at: ContinuousClock.Instant, message: String)?
 
     /// - Parameters:
     ///   - httpHandler: runs the built-in `http` kind (normally `HTTPJobHandler`); `noop` is
@@ -191,6 +195,21 @@ public final class Worker: @unchecked Sendable {
         }
     }
 
+    /// Why the worker stopped on its own, when it did: a database setup that cannot work
+    /// (a pooler in statement mode). `jobworker` then exits 1.
+    public var fatalError: String? { runLock.withLock { fatalReason } }
+
+    /// Logs the reason once and begins the graceful shutdown.
+    func stopForGood(_ error: StoreError) {
+        let first = runLock.withLock { () -> Bool in
+            defer { if fatalReason == nil { fatalReason = error.description } }
+            return fatalReason == nil
+        }
+        guard first else { return }
+        logger.error("cannot work with this database connection; stopping", [("error", error.description)])
+        shutdown()
+    }
+
     var heartbeaterThread: ServiceThread { threads[heartbeater.name]! }
     var proberThread: ServiceThread { threads[prober.name]! }
     var claimerThread: ServiceThread { threads[claimer.name]! }
@@ -199,14 +218,22 @@ public final class Worker: @unchecked Sendable {
     private func composeServices() {
         let database = configuration.database
         let observer = outage.observer
-        func thread(for service: any WorkerService, gate: StopGate) -> ServiceThread {
-            let thread = ServiceThread(service, gate: gate, clock: clock.instant)
+        // Every service but the claimer (which checks the schema) and the listener waits for the schema.
+        func thread(for service: any WorkerService, gate: StopGate, needsSchema: Bool = true) -> ServiceThread {
+            let ready: @Sendable () -> Bool
+            if needsSchema {
+                ready = { [unowned self] in self.claimer.isSchemaReady }
+            } else {
+                ready = { true }
+            }
+            let thread = ServiceThread(service, gate: gate, clock: clock.instant, ready: ready)
             threads[service.name] = thread
             startOrder.append(thread)
             return thread
         }
         func session(_ gate: StopGate, channels: [String] = [], application: String? = nil) -> StoreSession {
-            StoreSession(configuration: database, channels: channels, observer: observer, pause: gate.pause)
+            StoreSession(configuration: database, channels: channels, observer: observer, pause: gate.pause,
+                         onUnsupportedPoolMode: { [unowned self] in stopForGood($0) })
         }
         let registration = WorkersTable.Registration(
             id: id, host: ProcessInfo.processInfo.hostName, pid: Int(getpid()), queues: configuration.queues,
@@ -227,13 +254,20 @@ public final class Worker: @unchecked Sendable {
         completer.wake = { completerThread.wake() }
 
         gate = StopGate()
-        listener = Listener(session: session(gate, channels: Listener.channels),
+        // LISTEN on the --listen-database-url connection when given; a pooled connection
+        // the operator did not name is not trusted with LISTEN (see ListenPlacement).
+        let listenURLGiven = configuration.listenDatabase != nil
+        let listenSession = StoreSession(
+            configuration: configuration.listenDatabase ?? database, channels: Listener.channels, observer: observer,
+            pause: gate.pause, onUnsupportedPoolMode: { [unowned self] in stopForGood($0) },
+            shouldListen: { ListenPlacement.decide(listenURLGiven: listenURLGiven, connectionIsPooled: $0) != .poll })
+        listener = Listener(session: listenSession, listenURLGiven: listenURLGiven, pollInterval: configuration.pollInterval, logger: logger,
                             jobsArrived: { [unowned self] in claimerThread.wake() },
                             cancelAnnounced: { [unowned self] in
                                 heartbeater.requestCancelCheck()
                                 heartbeaterThread.wake()
                             })
-        _ = thread(for: listener, gate: gate)
+        _ = thread(for: listener, gate: gate, needsSchema: false)
 
         gate = StopGate()
         rescuer = Rescuer(configuration: .init(configuration), session: session(gate), logger: logger, metrics: metrics)
@@ -266,7 +300,8 @@ public final class Worker: @unchecked Sendable {
         gate = StopGate()
         claimer = Claimer(configuration: .init(configuration, worker: id), session: session(gate), intake: self,
                           completer: completer, settings: settings, logger: logger, metrics: metrics)
-        _ = thread(for: claimer, gate: gate)
+        _ = thread(for: claimer, gate: gate, needsSchema: false)
+        claimer.onSchemaReady = { [unowned self] in startOrder.forEach { $0.wake() } }
         completer.requeued = { [unowned self] in claimerThread.wake() }
     }
 }

@@ -7,6 +7,11 @@ import Foundation
 public struct WorkerConfiguration: Sendable {
     /// Where the queue lives.
     public var database: DatabaseConfiguration
+    /// Where the listener LISTENs for new jobs and cancellations, when that is not
+    /// `database`: a direct connection (or a session-mode pool) beside a
+    /// transaction-mode pooler. Nil listens on `database`, or polls when that is pooled
+    /// (see `ListenPlacement`).
+    public var listenDatabase: DatabaseConfiguration?
     /// Queues to take jobs from, claimed round-robin. Default `["default"]`.
     public var queues: [String] = ["default"]
     /// Jobs run at once. Default 32.

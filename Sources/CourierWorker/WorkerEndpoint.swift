@@ -58,6 +58,9 @@ public final class WorkerEndpoint: Sendable {
         if !current.missingMigrations.isEmpty {
             return HTTPServer.Response(status: 503, text: "not ready: the database lacks migrations \(current.missingMigrations.joined(separator: ", ")); run 'jobctl migrate'\n")
         }
+        if let reason = current.degradedReason {
+            return HTTPServer.Response(status: 503, text: "degraded: this worker's configuration cannot run some jobs (\(reason)); they are handed back for other workers\n")
+        }
         return HTTPServer.Response(status: 200, text: "ready\n")
     }
 }
@@ -68,6 +71,6 @@ extension Worker {
         PrometheusText.WorkerState(workerID: id.uuidString.lowercased(), version: CourierVersion.current,
                                    concurrency: configuration.concurrency, inFlight: inFlightCount,
                                    stopping: isStopping, databaseReachable: isDatabaseReachable,
-                                   missingMigrations: missingMigrations)
+                                   missingMigrations: missingMigrations, degradedReason: degradedReason)
     }
 }

@@ -49,6 +49,7 @@ public final class WorkerMetrics: @unchecked Sendable {
     private var ackedJobs = 0
     private var rescuedRequeued = 0
     private var rescuedDeadLettered = 0
+    private var refusedByConfiguration = 0
     private var droppedAcknowledgements = 0
     private var retryDelays = Histogram(bounds: WorkerMetrics.retryDelayBounds)
 
@@ -78,6 +79,8 @@ public final class WorkerMetrics: @unchecked Sendable {
         public var ackLatency: Histogram
         public var rescuedRequeued: Int
         public var rescuedDeadLettered: Int
+        /// Jobs handed back because this worker's configuration cannot run them.
+        public var refusedByConfiguration = 0
         /// Results the database refused even one at a time, dropped (their jobs are rescued when the lease expires).
         public var droppedAcknowledgements: Int
         public var retryDelays: Histogram
@@ -99,6 +102,7 @@ public final class WorkerMetrics: @unchecked Sendable {
                 claimedJobs: Int(claimBatches.sum), claimBatchSizes: claimBatches, ackFlushes: ackFlushes.count,
                 ackedJobs: ackedJobs, ackLatencySeconds: ackFlushes.sum, ackLatency: ackFlushes,
                 rescuedRequeued: rescuedRequeued, rescuedDeadLettered: rescuedDeadLettered,
+                refusedByConfiguration: refusedByConfiguration,
                 droppedAcknowledgements: droppedAcknowledgements, retryDelays: retryDelays)
         }
     }
@@ -125,6 +129,10 @@ public final class WorkerMetrics: @unchecked Sendable {
 
     func recordDeadLetter(reason: DeadLetterReason) {
         lock.withLock { deadLettersByReason[reason.rawValue, default: 0] += 1 }
+    }
+
+    func recordLocalRefusal() {
+        lock.withLock { refusedByConfiguration += 1 }
     }
 
     func recordClaim(batch: Int) {

@@ -1,6 +1,8 @@
 import Foundation
 
-/// `bytea` hex format helpers (`\x` followed by two lowercase hex digits per byte).
+/// `bytea` text helpers: the hex format (`\x` followed by two lowercase hex digits per
+/// byte) is written; hex and the escape format (`bytea_output = escape`, which a
+/// connection pooler may leave in place of the session's `hex`) are read.
 enum PostgresBytea {
     private static let digits = Array("0123456789abcdef".utf8)
 
@@ -18,6 +20,9 @@ enum PostgresBytea {
 
     static func parseHex(_ text: String) throws -> [UInt8] {
         let utf8 = Array(text.utf8)
+        if !(utf8.count >= 2 && utf8[0] == UInt8(ascii: "\\") && utf8[1] == UInt8(ascii: "x")) {
+            return try parseEscape(utf8)
+        }
         guard utf8.count >= 2, utf8[0] == UInt8(ascii: "\\"), utf8[1] == UInt8(ascii: "x"), utf8.count % 2 == 0 else {
             throw PostgresError.decoding(Data.self, "expected bytea hex format (\\x...)")
         }
@@ -30,6 +35,28 @@ enum PostgresBytea {
             }
             bytes.append(high << 4 | low)
             index += 2
+        }
+        return bytes
+    }
+
+    /// The escape format: `\\` is a backslash, `\ooo` (three octal digits) a byte, any
+    /// other byte stands for itself.
+    static func parseEscape(_ utf8: [UInt8]) throws -> [UInt8] {
+        var bytes = [UInt8]()
+        bytes.reserveCapacity(utf8.count)
+        var index = 0
+        func octal(_ c: UInt8) -> UInt8? { (UInt8(ascii: "0")...UInt8(ascii: "7")).contains(c) ? c - UInt8(ascii: "0") : nil }
+        while index < utf8.count {
+            let c = utf8[index]
+            guard c == UInt8(ascii: "\\") else { bytes.append(c); index += 1; continue }
+            if index + 1 < utf8.count, utf8[index + 1] == UInt8(ascii: "\\") {
+                bytes.append(c); index += 2; continue
+            }
+            guard index + 3 < utf8.count, let a = octal(utf8[index + 1]), let b = octal(utf8[index + 2]), let d = octal(utf8[index + 3]), a <= 3 else {
+                throw PostgresError.decoding(Data.self, "expected bytea in hex (\\x...) or escape format")
+            }
+            bytes.append(a << 6 | b << 3 | d)
+            index += 4
         }
         return bytes
     }

@@ -6,16 +6,19 @@
 /// `PG*` environment variables and libpq defaults. TLS is libpq's: put `sslmode`,
 /// `sslrootcert` etc. in the connection string (or `PGSSLMODE`).
 ///
-/// Every connection additionally gets `client_encoding=UTF8` (unless given) and the
-/// session settings `TimeZone=UTC`, `DateStyle=ISO`, `bytea_output=hex` (appended to
-/// libpq's `options`), which the value decoders rely on.
+/// Every connection additionally gets `client_encoding=UTF8` (unless given). The session
+/// settings the decoders prefer (``sessionSetup``) are SET after connecting rather than
+/// sent as the `options` startup parameter, which PgBouncer refuses by default; the
+/// decoders also read what the server sends when a pooler loses them (see
+/// ``PostgresConnection/isPooled``).
 public struct PostgresConfiguration: Sendable, CustomStringConvertible {
     /// libpq URI or key=value conninfo; `""` means libpq defaults and `PG*` variables.
     public var connectionString: String
     /// `application_name` shown in `pg_stat_activity`; overrides one in the string.
     public var applicationName: String?
-    /// Prepared statements kept per connection (LRU). `0` disables the cache
-    /// (every query then uses `PQexecParams`, e.g. behind a transaction-mode pooler).
+    /// Prepared statements kept per connection (LRU). `0` disables the cache (every
+    /// query then uses `PQexecParams`). A connection that finds itself behind a pooler
+    /// disables it on its own (``PostgresConnection/isPooled``).
     public var statementCacheCapacity: Int
 
     public init(connectionString: String, applicationName: String? = nil, statementCacheCapacity: Int = 128) {
@@ -41,8 +44,12 @@ public struct PostgresConfiguration: Sendable, CustomStringConvertible {
         "PostgresConfiguration(\(PostgresConnectionString.redacted(connectionString)))"
     }
 
-    /// The session settings appended to libpq's `options` parameter.
-    static let sessionOptions = "-c TimeZone=UTC -c DateStyle=ISO -c bytea_output=hex"
+    /// Run once on every new (or reset) session, in one round trip: the settings the
+    /// decoders prefer, and the server's own process id, which tells a pooled session
+    /// from a direct one. PgBouncer replays TimeZone and DateStyle on whichever server
+    /// connection it lends (it tracks reported settings); bytea_output is not reported,
+    /// so the bytea decoder also reads the escape format.
+    static let sessionSetup = "SET TimeZone = 'UTC'; SET DateStyle = 'ISO, MDY'; SET bytea_output = 'hex'; SELECT pg_backend_pid()"
 
     /// The keyword/value pairs handed to `PQconnectdbParams` (with `expand_dbname = 0`).
     func connectParameters() throws -> [(key: String, value: String)] {
@@ -60,11 +67,6 @@ public struct PostgresConfiguration: Sendable, CustomStringConvertible {
         }
         if !parameters.contains(where: { $0.key == "client_encoding" }) {
             set("client_encoding", "UTF8")
-        }
-        if let index = parameters.firstIndex(where: { $0.key == "options" }) {
-            parameters[index].value += " " + PostgresConfiguration.sessionOptions
-        } else {
-            set("options", PostgresConfiguration.sessionOptions)
         }
         return parameters
     }

@@ -22,10 +22,17 @@ public final class PostgresConnection: @unchecked Sendable {
     var savepointCounter = 0
     /// The channels this connection listens to; re-LISTENed by ``reconnect()``.
     public internal(set) var listenedChannels: Set<String> = []
+    /// True when the session goes through a connection pooler such as PgBouncer: the
+    /// server process answering differs from the process id the connection was given at
+    /// startup (a pooler hands out its own). A pooled connection prepares no named
+    /// statements (in transaction mode a name prepared on one server connection is
+    /// missing, or another client's, on the next), and LISTEN on it may not hear.
+    public private(set) var isPooled: Bool
 
-    private init(configuration: PostgresConfiguration, handle: OpaquePointer) {
+    private init(configuration: PostgresConfiguration, handle: OpaquePointer, isPooled: Bool) {
         self.configuration = configuration
         self.handle = handle
+        self.isPooled = isPooled
         self.statements = PostgresStatementCache(capacity: configuration.statementCacheCapacity)
     }
 
@@ -35,7 +42,43 @@ public final class PostgresConnection: @unchecked Sendable {
 
     /// Opens a connection. Throws `.connection` (with libpq's message, never the password).
     public static func connect(_ configuration: PostgresConfiguration) throws -> PostgresConnection {
-        PostgresConnection(configuration: configuration, handle: try openHandle(configuration))
+        let handle = try openHandle(configuration)
+        do {
+            return PostgresConnection(configuration: configuration, handle: handle, isPooled: try setUpSession(handle))
+        } catch {
+            PQfinish(handle)
+            throw error
+        }
+    }
+
+    /// Runs ``PostgresConfiguration/sessionSetup`` and returns whether the session is pooled.
+    static func setUpSession(_ handle: OpaquePointer) throws -> Bool {
+        guard let result = PQexec(handle, PostgresConfiguration.sessionSetup) else {
+            throw PostgresError(kind: .connection, message: libpqMessage(handle) ?? "session setup failed", isConnectionLoss: true)
+        }
+        defer { PQclear(result) }
+        guard PQresultStatus(result) == PGRES_TUPLES_OK, PQntuples(result) == 1, let value = PQgetvalue(result, 0, 0),
+              let serverPID = Int32(String(cString: value)) else {
+            let message = PQresultErrorMessage(result).map { String(cString: $0).trimmingSpaces() } ?? ""
+            throw PostgresError(kind: .connection, message: "session setup failed: " + (message.isEmpty ? "unexpected answer" : message),
+                                isConnectionLoss: PQstatus(handle) != CONNECTION_OK)
+        }
+        let pooled = serverPID != PQbackendPID(handle)
+        if pooled {
+            // PgBouncer's statement mode drops a client at its first BEGIN (without a
+            // message libpq gets to read). Find out now, and say so, rather than fail later
+            // in the middle of a transaction and look like an outage.
+            if let begin = PQexec(handle, "BEGIN") { PQclear(begin) }
+            guard PQstatus(handle) == CONNECTION_OK, PQtransactionStatus(handle) == PQTRANS_INTRANS else {
+                var error = PostgresError(kind: .connection, message: "the connection pooler ended the session at its first BEGIN: "
+                    + "it runs in statement pool mode, which allows no transactions; use pool_mode = transaction or session",
+                    isConnectionLoss: false)
+                error.isUnsupportedPoolMode = true
+                throw error
+            }
+            if let commit = PQexec(handle, "COMMIT") { PQclear(commit) }
+        }
+        return pooled
     }
 
     static func openHandle(_ configuration: PostgresConfiguration) throws -> OpaquePointer {
@@ -113,8 +156,11 @@ public final class PostgresConnection: @unchecked Sendable {
             guard PQstatus(handle) == CONNECTION_OK else {
                 throw PostgresError(kind: .connection, message: PostgresConnection.libpqMessage(handle) ?? "reconnect failed", isConnectionLoss: true)
             }
+            isPooled = try PostgresConnection.setUpSession(handle)
         } else {
-            handle = try PostgresConnection.openHandle(configuration)
+            let fresh = try PostgresConnection.openHandle(configuration)
+            handle = fresh
+            isPooled = try PostgresConnection.setUpSession(fresh)
         }
         for channel in listenedChannels.sorted() {
             try simpleQuery("LISTEN " + quotedIdentifier(channel))
@@ -161,7 +207,7 @@ public final class PostgresConnection: @unchecked Sendable {
         }
         let types = query.binds.map { type(of: $0).postgresTypeOID }
         let secrets = texts.compactMap { $0 }
-        guard statements.capacity > 0 else {
+        guard statements.capacity > 0, !isPooled else {
             let result = PostgresConnection.withCStrings(texts) { values in
                 PQexecParams(handle, query.sql, Int32(texts.count), types, values, nil, nil, 0)
             }

@@ -33,6 +33,18 @@ public enum PostgresConnectionString {
         return result
     }
 
+    /// Why `text` cannot be a connection string, or nil: it must be a `postgresql://` /
+    /// `postgres://` URI, a key=value conninfo, or a bare database name (letters, digits,
+    /// `_`, `-`, `.`); anything else (`not a url`) is a mistake, not a database name.
+    public static func problem(_ text: String) -> String? {
+        let trimmed = text.trimmingSpaces()
+        if trimmed.isEmpty || trimmed.contains("=") || trimmed.hasPrefix("postgresql://") || trimmed.hasPrefix("postgres://") {
+            return nil
+        }
+        let bareName = trimmed.unicodeScalars.allSatisfy { ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) || "_-.".unicodeScalars.contains($0) }
+        return bareName ? nil : "'\(trimmed)' is neither a postgresql:// URI nor key=value conninfo (such as host=db.internal dbname=courier)"
+    }
+
     /// Renders parameters as a key=value conninfo string, quoting values as libpq
     /// requires (`'…'` with `\'` and `\\`).
     public static func render(_ parameters: [(key: String, value: String)]) -> String {

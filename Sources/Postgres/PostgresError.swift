@@ -51,6 +51,9 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible {
     /// True when the connection is unusable: socket gone, server terminated the backend,
     /// admin shutdown (SQLSTATE class 08, 57P01...57P03), or libpq reports `CONNECTION_BAD`.
     public var isConnectionLoss: Bool
+    /// True when a pooler refused a transaction because of its pool mode (PgBouncer's
+    /// `statement` mode): retrying cannot help, so callers should stop and say so.
+    public var isUnsupportedPoolMode = false
 
     public init(
         kind: Kind,

@@ -5,7 +5,8 @@ import CourierHTTPServer
 import CourierWorker
 import Foundation
 
-// jobworker: parse, configure, run. Exit 0 after a graceful shutdown, 2 for bad usage, 1 otherwise.
+// jobworker: parse, configure, run. Exit 0 after a graceful shutdown, 2 for bad usage, 1 otherwise
+// (including a shutdown the worker began itself because its database setup cannot work).
 let environment = ProcessInfo.processInfo.environment
 let command = CommandLineParser.parseOrExit(root: JobworkerCommand.spec, environment: environment)
 
@@ -63,4 +64,4 @@ await worker.run()
 metricsServer?.stop()
 transport.shutdown()
 withExtendedLifetime(signals) {}
-exit(0)
+exit(worker.fatalError == nil ? 0 : 1)

@@ -33,6 +33,7 @@ private let captivePortal = "<!DOCTYPE html>\n<html><head><title>Hotel WiFi logi
 private let cases: [ClassifierCase] = [
     ClassifierCase(name: "DNS failure", outcome: .notSent("could not resolve host"), errorClass: .transport, delivered: false, retryable: true, breaker: true, messageContains: ["not sent", "resolve"]),
     ClassifierCase(name: "SSRF refusal", outcome: .blocked("SSRF guard: 127.0.0.1 is loopback"), errorClass: .client, delivered: false, retryable: false, breaker: false, messageContains: ["refused to send", "SSRF guard"]),
+    ClassifierCase(name: "refused by configuration", outcome: .refusedByConfiguration("destination address 10.0.0.1 is private; pass --allow-private-networks to allow"), errorClass: .client, delivered: false, retryable: false, breaker: false, messageContains: ["this worker may not send it", "allow-private-networks"]),
     ClassifierCase(name: "timeout before connect", outcome: .timedOut(connected: false, "connect timeout"), errorClass: .timeout, delivered: false, retryable: true, breaker: true, messageContains: ["before a connection"]),
     ClassifierCase(name: "timeout after connect", outcome: .timedOut(connected: true, "no answer in 5s"), errorClass: .timeout, delivered: true, retryable: true, breaker: true, messageContains: ["after the connection"]),
     ClassifierCase(name: "connection lost", outcome: .connectionLost("reset by peer"), errorClass: .connectionLost, delivered: true, retryable: true, breaker: true, messageContains: ["connection lost"]),
@@ -43,7 +44,7 @@ private let cases: [ClassifierCase] = [
     ClassifierCase(name: "200 JSON as expected", outcome: response(200, [("content-type", "Application/JSON; charset=utf-8")], body: " {\"ok\": true}"), expect: "application/json", succeeded: true, status: 200, delivered: true, retryable: false, breaker: false),
     ClassifierCase(name: "200 JSON scalar", outcome: response(200, [("Content-Type", "application/json")], body: "42"), expect: "application/json", succeeded: true, status: 200, delivered: true, retryable: false, breaker: false),
     ClassifierCase(name: "200 problem+json satisfies json", outcome: response(200, [("Content-Type", "application/problem+json")], body: "{}"), expect: "application/json", succeeded: true, status: 200, delivered: true, retryable: false, breaker: false),
-    ClassifierCase(name: "200 truncated JSON", outcome: response(200, [("Content-Type", "application/json")], body: "[1,2,3,", truncated: true), expect: "application/json", succeeded: true, status: 200, delivered: true, retryable: false, breaker: false),
+    ClassifierCase(name: "200 truncated JSON", outcome: response(200, [("Content-Type", "application/json")], body: "[1,2,3,", truncated: true), expect: "application/json", succeeded: true, status: 200, delivered: true, retryable: false, breaker: false, messageContains: ["only its content type and start were checked"]),
     ClassifierCase(name: "200 text wildcard", outcome: response(200, [("Content-Type", "text/plain")], body: "ok"), expect: "text/*", succeeded: true, status: 200, delivered: true, retryable: false, breaker: false),
     ClassifierCase(name: "204 with expectation", outcome: response(204), expect: "application/json", succeeded: true, status: 204, delivered: true, retryable: false, breaker: false),
     ClassifierCase(name: "captive portal HTML", outcome: response(200, [("Content-Type", "text/html; charset=UTF-8")], body: captivePortal), expect: "application/json", errorClass: .invalidResponse, status: 200, delivered: true, retryable: false, breaker: false, messageContains: ["HTTP 200", "text/html; charset=UTF-8", "application/json", "<!DOCTYPE html>\\n<html>", "…"]),
@@ -53,7 +54,8 @@ private let cases: [ClassifierCase] = [
     ClassifierCase(name: "missing content type", outcome: response(200, body: "{}"), expect: "application/json", errorClass: .invalidResponse, status: 200, delivered: true, retryable: false, breaker: false, messageContains: ["no Content-Type"]),
     ClassifierCase(name: "binary body escaped", outcome: .response(HTTPResponseSummary(status: 200, headers: [HTTPHeader(name: "Content-Type", value: "image/png")], bodyPrefix: [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A])), expect: "application/json", errorClass: .invalidResponse, status: 200, delivered: true, retryable: false, breaker: false, messageContains: ["\\x89PNG\\r\\n"]),
     ClassifierCase(name: "304", outcome: response(304), expect: "application/json", succeeded: true, status: 304, delivered: true, retryable: false, breaker: false),
-    ClassifierCase(name: "301 redirect", outcome: response(301, [("Location", "https://elsewhere.example/secret?token=abc")]), errorClass: .client, status: 301, delivered: true, retryable: false, breaker: false, messageContains: ["redirect not followed"]),
+    ClassifierCase(name: "301 redirect", outcome: response(301, [("Location", "https://elsewhere.example/secret?token=abc")]), errorClass: .client, status: 301, delivered: true, retryable: false, breaker: false, messageContains: ["redirect to", "https://elsewhere.example/secret?...", "not followed"]),
+    ClassifierCase(name: "501 not implemented", outcome: response(501), errorClass: .server, status: 501, delivered: true, retryable: false, breaker: false, messageContains: ["not implemented"]),
     ClassifierCase(name: "307 redirect", outcome: response(307), errorClass: .client, status: 307, delivered: true, retryable: false, breaker: false),
     ClassifierCase(name: "400", outcome: response(400), errorClass: .client, status: 400, delivered: true, retryable: false, breaker: false),
     ClassifierCase(name: "401", outcome: response(401, [("WWW-Authenticate", "Bearer realm=x")]), errorClass: .client, status: 401, delivered: true, retryable: false, breaker: false, messageContains: ["never repeated"]),
@@ -85,7 +87,10 @@ private let cases: [ClassifierCase] = [
         #expect(c.retryable == row.retryable)
         #expect(c.retryAfter == row.retryAfter)
         #expect(c.countsAsBreakerFailure == row.breaker)
-        #expect(c.countsAsBreakerFailure == (c.errorClass?.countsAsBreakerFailure ?? false))
+        if row.status != 501 {  // 501 is server-class but says nothing about the destination's health
+            #expect(c.countsAsBreakerFailure == (c.errorClass?.countsAsBreakerFailure ?? false))
+        }
+        #expect(c.refusedByConfiguration == (row.name == "refused by configuration"))
         for fragment in row.messageContains {
             #expect(c.message.contains(fragment), "message \(c.message) lacks \(fragment)")
         }
@@ -102,6 +107,7 @@ private let cases: [ClassifierCase] = [
         #expect(reason(.cancelled(maybeSent: true)) == .cancelled)
         #expect(reason(response(200)) == nil)
         #expect(reason(response(500)) == nil)
+        #expect(reason(response(501)) == .permanent)
     }
 
     @Test func messagesNeverContainHeaderValues() {

@@ -21,6 +21,7 @@ struct CurlOutcomeClassifierTests {
         switch outcome {
         case .notSent: return "notSent"
         case .blocked: return "blocked"
+        case .refusedByConfiguration: return "refusedByConfiguration"
         case .timedOut(let connected, _): return connected ? "timedOut(connected)" : "timedOut(not connected)"
         case .connectionLost: return "connectionLost"
         case .response: return "response"
@@ -39,8 +40,8 @@ struct CurlOutcomeClassifierTests {
 
     @Test func guardRefusalIsBlockedNeverNotSent() {
         let message = "destination address 10.0.0.1 is private; pass --allow-private-networks to allow"
-        #expect(classify(CURLE_COULDNT_CONNECT, refusal: message) == .blocked(message))
-        #expect(classify(CURLE_ABORTED_BY_CALLBACK, refusal: message) == .blocked(message))
+        #expect(classify(CURLE_COULDNT_CONNECT, refusal: message) == .refusedByConfiguration(message))
+        #expect(classify(CURLE_ABORTED_BY_CALLBACK, refusal: message) == .refusedByConfiguration(message))
     }
 
     @Test func aRefusedAddressDoesNotSpoilASuccessOnAnotherAddress() {

@@ -13,7 +13,7 @@ struct SSRFGuardTests {
 
         let outcome = await transport.send(HTTPRequest(method: "POST", url: server.baseURL + "/hook", body: [1]))
 
-        #expect(outcome == .blocked("destination address 127.0.0.1 is loopback; pass --allow-private-networks to allow"))
+        #expect(outcome == .refusedByConfiguration("destination address 127.0.0.1 is loopback; pass --allow-private-networks to allow"))
         #expect(server.requestCount() == 0)
         #expect(server.connectionCount == 0)
     }
@@ -73,7 +73,7 @@ struct SSRFGuardTests {
 
         let outcome = await transport.send(HTTPRequest(url: server.baseURL + "/x"))
 
-        #expect(outcome == .blocked("destination address 127.0.0.1 is on the test deny list; pass --allow-private-networks to allow"))
+        #expect(outcome == .refusedByConfiguration("destination address 127.0.0.1 is on the test deny list; pass --allow-private-networks to allow"))
         #expect(server.requestCount() == 0)
     }
 

@@ -26,6 +26,7 @@ extension TransportOutcome {
 
     var blockedReason: String? {
         if case .blocked(let reason) = self { return reason }
+        if case .refusedByConfiguration(let reason) = self { return reason }
         return nil
     }
 }

@@ -1,7 +1,7 @@
 import CourierCore
 import CourierStore
 import CourierTestSupport
-import CourierWorker
+@testable import CourierWorker
 import Foundation
 import Postgres
 import Testing
@@ -79,11 +79,20 @@ import Testing
             _ = try await h.waitFor(id, .succeeded)
             #expect(h.server.requests.first?.header("Authorization") == "s3cr3t")
             #expect(!h.logLines.all.joined().contains("s3cr3t"))
+            // A secret this worker cannot resolve is its configuration's fault: the job goes back
+            // for another worker, without using an attempt...
             let missing = try h.enqueue("/secret2") { $0.headers = [("Authorization", .secret(name: "nope"))] }
-            let dead = try await h.waitFor(missing, .dead)
+            #expect(try await h.eventually { try h.isHandedBack(missing) }, "\(String(describing: try? h.job(missing)))")
+            #expect(h.worker.degradedReason?.contains("COURIER_SECRET_NOPE") == true)
+            // ...and ends as a permanent dead letter once its deadline would pass first.
+            let doomed = try h.enqueue("/secret3") {
+                $0.headers = [("Authorization", .secret(name: "nope"))]
+                $0.deadline = Date().addingTimeInterval(20)
+            }
+            let dead = try await h.waitFor(doomed, .dead)
             #expect(dead.deadReason == "permanent")
             #expect(dead.errors.last?.message.contains("COURIER_SECRET_NOPE") == true)
-            #expect(h.server.requestCount(path: "/secret2") == 0)
+            #expect(h.server.requestCount(path: "/secret2") == 0 && h.server.requestCount(path: "/secret3") == 0)
         }
     }
 
@@ -214,13 +223,20 @@ import Testing
     @Test func privateDestinationsAreRefusedByDefault() async throws {
         try await WorkerHarness.with() { h in
             try h.start(allowPrivateNetworks: false)
+            // Another worker of the fleet may allow private networks: handed back, no attempt used,
+            // counted, logged, and the worker reports degraded.
             let ip = try h.enqueue("/ssrf")
-            let localhost = try JobsTable.enqueue(EnqueueRequest(url: "http://localhost:\(h.server.port)/ssrf"), on: h.db)
-            for id in [ip, localhost] {
-                let dead = try await h.waitFor(id, .dead)
-                #expect(dead.deadReason == "permanent")
-                #expect(dead.errors.first?.message.contains("allow-private-networks") == true, "\(dead.errors)")
-            }
+            var request = EnqueueRequest(url: "http://localhost:\(h.server.port)/ssrf")
+            request.deadline = Date().addingTimeInterval(20)
+            let localhost = try JobsTable.enqueue(request, on: h.db)
+            #expect(try await h.eventually { try h.isHandedBack(ip) }, "\(String(describing: try? h.job(ip)))")
+            #expect(h.worker.metrics.snapshot().refusedByConfiguration >= 1)
+            #expect(h.worker.degradedReason?.contains("allow-private-networks") == true)
+            #expect(h.logLines.all.contains { $0.contains("handed back for another worker") && $0.contains("job=\(ip) ") })
+            // If no worker may send it before its deadline, it ends as a permanent dead letter.
+            let dead = try await h.waitFor(localhost, .dead)
+            #expect(dead.deadReason == "permanent")
+            #expect(dead.errors.first?.message.contains("allow-private-networks") == true, "\(dead.errors)")
             #expect(h.server.requestCount() == 0)
         }
     }

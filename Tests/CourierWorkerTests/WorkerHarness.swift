@@ -88,6 +88,15 @@ final class WorkerHarness: @unchecked Sendable {
 
     func job(_ id: Int64) throws -> JobRecord? { try JobsTable.get(id: id, on: db) }
 
+    /// Whether job `id` went back to the queue without using an attempt, not due for a while
+    /// (the hand-back of a job the worker's configuration cannot run).
+    func isHandedBack(_ id: Int64) throws -> Bool {
+        try db.query("""
+            select count(*)::int from courier.jobs
+            where id = \(id) and state = 'available' and attempt = 0 and run_at > now() + interval '10 seconds'
+            """).rows[0].decode(0, as: Int.self) == 1
+    }
+
     /// Polls until `condition` holds (the shared helper in CourierTestSupport).
     func eventually(timeout: Duration = .seconds(30), _ condition: () throws -> Bool) async throws -> Bool {
         try await CourierTestSupport.eventually(timeout: timeout, condition)

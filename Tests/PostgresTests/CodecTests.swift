@@ -194,16 +194,18 @@ import Testing
         #expect(PostgresConfiguration.resolve(flag: nil, environment: [:]).connectionString == "")
     }
 
-    @Test func connectParametersAddSessionSettings() throws {
+    @Test func connectParametersLeaveOptionsToTheUser() throws {
         let configuration = PostgresConfiguration(connectionString: "postgresql://u@h:5/db?options=-c%20search_path%3Dx", applicationName: "courier-test")
         let parameters = Dictionary(try configuration.connectParameters().map { ($0.key, $0.value) }, uniquingKeysWith: { $1 })
         #expect(parameters["dbname"] == "db")
         #expect(parameters["port"] == "5")
         #expect(parameters["application_name"] == "courier-test")
         #expect(parameters["client_encoding"] == "UTF8")
-        #expect(parameters["options"] == "-c search_path=x " + PostgresConfiguration.sessionOptions)
+        // The user's own options pass unchanged; Courier adds none (PgBouncer refuses the parameter).
+        #expect(parameters["options"] == "-c search_path=x")
         let bare = Dictionary(try PostgresConfiguration(connectionString: "").connectParameters().map { ($0.key, $0.value) }, uniquingKeysWith: { $1 })
         #expect(bare["dbname"] == nil)
+        #expect(bare["options"] == nil)
         #expect(bare["fallback_application_name"] == "courier")
         #expect(try PostgresConnectionString.parse("jobsdb").map(\.value) == ["jobsdb"])
     }

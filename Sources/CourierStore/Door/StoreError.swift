@@ -19,6 +19,9 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         case timedOut
         /// Any other failure of a statement; the connection is still usable.
         case statementFailed
+        /// A connection pooler's mode cannot run Courier (PgBouncer's statement mode): no
+        /// retry can help; the message names the mode.
+        case unsupportedPoolMode
     }
 
     public let code: Code
@@ -39,6 +42,9 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         if let error = error as? StoreError { return error }
         guard let error = error as? PostgresError else {
             return StoreError(code: .statementFailed, message: "\(error)")
+        }
+        if error.isUnsupportedPoolMode {
+            return StoreError(code: .unsupportedPoolMode, message: error.message)
         }
         if error.isConnectionLoss || error.kind == .connection {
             return StoreError(code: .connectionLost, message: error.description)

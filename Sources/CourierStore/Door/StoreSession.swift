@@ -32,13 +32,26 @@ public final class StoreSession: @unchecked Sendable {
     private let statementTimeout: Duration?
     private var connection: PostgresConnection?
     private var backoff: Duration = .zero
+    private let onUnsupportedPoolMode: @Sendable (StoreError) -> Void
+    private let shouldListen: @Sendable (_ connectionIsPooled: Bool) -> Bool
+
+    /// Whether the current connection goes through a pooler (see `PostgresConnection.isPooled`).
+    public private(set) var connectionIsPooled = false
+    /// True when the current connection did not LISTEN because `shouldListen` said no.
+    public private(set) var skippedListen = false
 
     /// - Parameters:
     ///   - channels: channels to LISTEN on after every (re)connect.
     ///   - statementTimeout: set on every connection, for sessions whose statements must never wait long.
     ///   - pause: sleeps the backoff after a failure; may return early when the owner stops.
+    ///   - onUnsupportedPoolMode: told when the pooler's mode cannot work (the owner stops).
+    ///   - shouldListen: whether to LISTEN on a fresh connection, given whether it is pooled.
     public init(configuration: DatabaseConfiguration, channels: [String] = [], statementTimeout: Duration? = nil,
-                observer: Observer = Observer(), pause: @escaping (Duration) -> Void) {
+                observer: Observer = Observer(), pause: @escaping (Duration) -> Void,
+                onUnsupportedPoolMode: @escaping @Sendable (StoreError) -> Void = { _ in },
+                shouldListen: @escaping @Sendable (_ connectionIsPooled: Bool) -> Bool = { _ in true }) {
+        self.onUnsupportedPoolMode = onUnsupportedPoolMode
+        self.shouldListen = shouldListen
         self.configuration = configuration
         self.statementTimeout = statementTimeout
         self.channels = channels
@@ -57,6 +70,7 @@ public final class StoreSession: @unchecked Sendable {
             return .success(value)
         } catch {
             let failure = StoreError.from(error)
+            if failure.code == .unsupportedPoolMode { onUnsupportedPoolMode(failure) }
             if failure.isConnectionLoss || connection?.isConnected == false {
                 connection?.close()
                 connection = nil
@@ -81,6 +95,7 @@ public final class StoreSession: @unchecked Sendable {
             return .success(notes.map(\.channel))
         } catch {
             let failure = StoreError.from(error)
+            if failure.code == .unsupportedPoolMode { onUnsupportedPoolMode(failure) }
             connection?.close()
             connection = nil
             observer.connectionLost(failure)
@@ -103,8 +118,12 @@ public final class StoreSession: @unchecked Sendable {
             let milliseconds = String(statementTimeout.milliseconds)
             _ = try fresh.query("select set_config('statement_timeout', \(milliseconds), false)")
         }
-        for channel in channels {
-            try fresh.listen(channel)
+        connectionIsPooled = fresh.isPooled
+        skippedListen = !channels.isEmpty && !shouldListen(fresh.isPooled)
+        if !skippedListen {
+            for channel in channels {
+                try fresh.listen(channel)
+            }
         }
         connection = fresh
         return fresh

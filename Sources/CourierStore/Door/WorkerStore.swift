@@ -18,6 +18,8 @@ public protocol WorkerStore {
     func jobsRetry(_ retries: [JobsTable.Retry], worker: UUID) throws -> [Int64]
     func jobsDeadLetter(_ letters: [JobsTable.DeadLetter], worker: UUID) throws -> [Int64]
     func jobsHandBack(ids: [Int64], attempts: [Int], worker: UUID) throws -> [Int64]
+    /// Hands jobs back without using their attempt, due no sooner than now + `notBeforeMilliseconds`.
+    func jobsHandBack(ids: [Int64], attempts: [Int], worker: UUID, notBeforeMilliseconds: Int64) throws -> [Int64]
     func jobsRescueExpired() throws -> JobsTable.RescueResult
     func jobsReleaseStaleHolds() throws -> Int
     func completedJobsPrune(olderThanMilliseconds: Int64) throws -> Int
@@ -88,6 +90,9 @@ public struct PostgresWorkerStore: WorkerStore {
     }
     public func jobsHandBack(ids: [Int64], attempts: [Int], worker: UUID) throws -> [Int64] {
         try JobsTable.handBack(ids: ids, attempts: attempts, worker: worker, on: connection)
+    }
+    public func jobsHandBack(ids: [Int64], attempts: [Int], worker: UUID, notBeforeMilliseconds: Int64) throws -> [Int64] {
+        try JobsTable.handBack(ids: ids, attempts: attempts, worker: worker, notBeforeMilliseconds: notBeforeMilliseconds, on: connection)
     }
     public func jobsRescueExpired() throws -> JobsTable.RescueResult { try JobsTable.rescueExpired(on: connection) }
     public func jobsReleaseStaleHolds() throws -> Int { try JobsTable.releaseStaleHolds(on: connection) }

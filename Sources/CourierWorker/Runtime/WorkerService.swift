@@ -49,17 +49,26 @@ final class ServiceThread: @unchecked Sendable {
     private let clock: @Sendable () -> ContinuousClock.Instant
     private let lock = NSLock()
     private var started = false
+    /// The service runs only once this holds (the schema is complete); until then the
+    /// thread waits, woken early by `wake()`.
+    private let ready: @Sendable () -> Bool
 
-    init(_ service: any WorkerService, gate: StopGate, clock: @escaping @Sendable () -> ContinuousClock.Instant) {
+    init(_ service: any WorkerService, gate: StopGate, clock: @escaping @Sendable () -> ContinuousClock.Instant,
+         ready: @escaping @Sendable () -> Bool = { true }) {
         self.service = service
         self.gate = gate
         self.clock = clock
+        self.ready = ready
     }
 
     func start() {
         lock.withLock { started = true }
         let thread = Thread { [self] in
             while !gate.isStopRequested {
+                guard ready() else {
+                    work.wait(timeout: .milliseconds(250))
+                    continue
+                }
                 let wait = service.runOnce(now: clock())
                 if gate.isStopRequested { break }
                 if wait > .zero { work.wait(timeout: wait) }

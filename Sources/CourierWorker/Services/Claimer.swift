@@ -52,6 +52,8 @@ final class Claimer: WorkerService, @unchecked Sendable {
     private let lock = NSLock()
     private var missing: [String] = []
     private var nextRetryDue: ContinuousClock.Instant?
+    /// Called once the schema is found complete (wakes the services that waited for it).
+    var onSchemaReady: (@Sendable () -> Void)?
 
     init(configuration: Configuration, session: StoreSession, intake: any JobIntake, completer: Completer,
          settings: SettingsRefresher, logger: Logger, metrics: WorkerMetrics) {
@@ -66,6 +68,11 @@ final class Claimer: WorkerService, @unchecked Sendable {
 
     /// Migrations this worker needs that the database lacks, as last checked.
     var missingMigrations: [String] { lock.withLock { missing } }
+
+    /// True once the schema was found complete. The other database services wait for it,
+    /// so a worker started before `jobctl migrate` logs what is missing once and nothing else.
+    var isSchemaReady: Bool { lock.withLock { schemaComplete } }
+    private var schemaComplete = false
 
     /// A job this worker retried falls due at `due`: look then rather than at the next poll.
     func noteRetry(due: ContinuousClock.Instant) {
@@ -115,6 +122,8 @@ final class Claimer: WorkerService, @unchecked Sendable {
         if lacking.isEmpty {
             if reportedMissing { logger.info("the schema is up to date: claiming jobs") }
             schemaReady = true
+            lock.withLock { schemaComplete = true }
+            onSchemaReady?()
             return true
         }
         if !reportedMissing {

@@ -1,3 +1,4 @@
+import CourierCore
 import CourierStore
 import Foundation
 
@@ -21,9 +22,17 @@ final class Listener: WorkerService, @unchecked Sendable {
     private let jobsArrived: @Sendable () -> Void
     private let cancelAnnounced: @Sendable () -> Void
     private var connected = false
+    private let listenURLGiven: Bool
+    private let pollInterval: Duration
+    private let logger: Logger?
+    private var warnedPooled = false
 
-    init(configuration: Configuration = Configuration(), session: StoreSession,
+    init(configuration: Configuration = Configuration(), session: StoreSession, listenURLGiven: Bool = false,
+         pollInterval: Duration = .seconds(1), logger: Logger? = nil,
          jobsArrived: @escaping @Sendable () -> Void, cancelAnnounced: @escaping @Sendable () -> Void) {
+        self.listenURLGiven = listenURLGiven
+        self.pollInterval = pollInterval
+        self.logger = logger
         self.configuration = configuration
         self.session = session
         self.jobsArrived = jobsArrived
@@ -41,6 +50,16 @@ final class Listener: WorkerService, @unchecked Sendable {
             }
             if channels.contains(Self.jobsChannel) { jobsArrived() }
             if channels.contains(Self.cancelChannel) { cancelAnnounced() }
+            if session.connectionIsPooled && !warnedPooled {
+                warnedPooled = true
+                if session.skippedListen {
+                    logger?.warning("the database connection goes through a connection pooler, where LISTEN cannot be trusted: polling every \(DurationParser.format(pollInterval)) and noticing cancellations at heartbeats; give --listen-database-url a direct connection for immediate pickup")
+                } else {
+                    logger?.warning("--listen-database-url goes through a connection pooler; LISTEN needs a direct connection or session pool mode")
+                }
+            }
+            // Not listening: nothing will arrive; look again rarely (a reconnect may change that).
+            if session.skippedListen { return .seconds(60) }
         case .failure:
             connected = false
         }

@@ -1,0 +1,56 @@
+import CourierCore
+import CourierTestSupport
+import Foundation
+import Testing
+@testable import CourierHTTP
+
+/// A server that compresses its answer whatever it was offered: libcurl decodes it, so
+/// the content checks see JSON, not gzip bytes. The server is Python's standard library
+/// on loopback (COURIER_TEST_PYTHON), answering one request with a gzipped JSON body.
+@Suite("Compressed responses")
+struct CompressionTests {
+    static let server = #"""
+        import gzip, http.server, sys
+        class H(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                body = gzip.compress(b'{"ok": true, "offered": "' + self.headers.get("Accept-Encoding", "").encode() + b'"}')
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Encoding", "gzip")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+            def log_message(self, *args): pass
+        s = http.server.HTTPServer(("127.0.0.1", 0), H)
+        print(s.server_address[1], flush=True)
+        s.handle_request()
+        """#
+
+    @Test func aGzippedJSONBodyIsDecodedBeforeItIsChecked() async throws {
+        let python = try #require(ProcessInfo.processInfo.environment["COURIER_TEST_PYTHON"], "COURIER_TEST_PYTHON is not set: run scripts/test.sh")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: python)
+        process.arguments = ["-c", Self.server]
+        let out = Pipe()
+        process.standardOutput = out
+        try process.run()
+        defer { if process.isRunning { process.terminate() }; process.waitUntilExit() }
+        var portText = ""
+        while !portText.contains("\n") {
+            let chunk = out.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            portText += String(decoding: chunk, as: UTF8.self)
+        }
+        let port = try #require(Int(portText.trimmingCharacters(in: .whitespacesAndNewlines)), "server printed \(portText)")
+        let transport = try makeTransport()
+        defer { transport.shutdown() }
+        let outcome = await transport.send(HTTPRequest(method: "POST", url: "http://127.0.0.1:\(port)/hook", body: Array("{}".utf8)))
+        let response = try #require(outcome.response, "got \(outcome)")
+        let text = String(decoding: response.bodyPrefix, as: UTF8.self)
+        #expect(text.hasPrefix(#"{"ok": true"#), "decoded body: \(text)")
+        #expect(text.contains("gzip"), "the request offered gzip: \(text)")
+        let classification = OutcomeClassifier.classify(outcome, expectContentType: "application/json", now: Date())
+        #expect(classification.succeeded, "\(classification.message)")
+    }
+}

@@ -1,0 +1,73 @@
+import CourierStore
+import CourierTestSupport
+import Foundation
+import Postgres
+import Testing
+
+/// The jobworker process and its surroundings: pipes that close, a schema not there yet.
+@Suite(.serialized) struct ProcessSignalsTests {
+    /// `jobworker 2>&1 | tee log`, then Ctrl-C kills tee: the worker's next log line hits
+    /// a closed pipe. It must neither die of SIGPIPE nor stop shutting down gracefully.
+    @Test func aWorkerWhoseStderrPipeClosedStillShutsDownGracefully() async throws {
+        let database = try CourierTestDatabase.create()
+        defer { try? database.drop() }
+        let db = try database.connect()
+        defer { db.close() }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try SpawnedProcess.binDirectory() + "/jobworker")
+        process.arguments = ["--database-url", database.url, "--poll-interval", "100ms", "--log-level", "debug"]
+        let pipe = Pipe()
+        process.standardError = pipe
+        process.standardOutput = pipe
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() } }
+        #expect(try await eventually { try db.query("select count(*)::int from courier.workers").rows[0].decode(0, as: Int.self) == 1 })
+        // Close the only read end: every later write to the pipe raises SIGPIPE / EPIPE.
+        try pipe.fileHandleForReading.close()
+        try pipe.fileHandleForWriting.close()
+        kill(process.processIdentifier, SIGTERM)
+        let end = ContinuousClock.now + .seconds(30)
+        while process.isRunning && ContinuousClock.now < end { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(!process.isRunning)
+        #expect(process.terminationReason == .exit, "killed by signal \(process.terminationStatus), not exited")
+        #expect(process.terminationStatus == 0)
+        // The graceful path ran to its end: the worker deregistered.
+        #expect(try db.query("select count(*)::int from courier.workers").rows[0].decode(0, as: Int.self) == 0)
+    }
+
+    /// A worker started before `jobctl migrate` says once what is missing, and no statement
+    /// fails over and over on relations that do not exist; it starts once migrated.
+    @Test func aWorkerBeforeMigrateSaysSoOnceAndThenWaitsQuietly() async throws {
+        try await TestDatabase.with { database in
+            let server = try FaultServer()
+            defer { server.stop() }
+            let worker = try SpawnedProcess("jobworker", ["--database-url", database.url, "--allow-private-networks",
+                                                          "--poll-interval", "100ms", "--lease", "1s"])
+            defer { worker.cleanUp() }
+            #expect(try await eventually { worker.output.contains("lacks migrations") }, "\(worker.output)")
+            // Long enough for every loop (heartbeats every 333 ms, rescue every second) to have tried several times.
+            try await Task.sleep(for: .seconds(4))
+            let before = worker.output
+            #expect(before.components(separatedBy: "lacks migrations").count - 1 == 1, "said once: \(before)")
+            #expect(!before.contains("does not exist") && !before.contains("statement failed"), "quiet while waiting: \(before)")
+
+            #expect(try SpawnedProcess.run("jobctl", ["migrate", "--database-url", database.url]).status == 0)
+            let (status, output) = try SpawnedProcess.run("jobctl", ["enqueue", "--url", server.baseURL + "/after", "--database-url", database.url])
+            #expect(status == 0, "\(output)")
+            #expect(server.waitForRequests(1, path: "/after", timeout: .seconds(30)), "the worker starts once migrated: \(worker.output)")
+            worker.signal(SIGTERM)
+            #expect(await worker.waitForExit(timeout: .seconds(20)) == 0)
+            #expect(!worker.output.contains("does not exist"), "\(worker.output)")
+        }
+    }
+
+    func eventually(timeout: Duration = .seconds(30), _ condition: () throws -> Bool) async throws -> Bool {
+        let end = ContinuousClock.now + timeout
+        while ContinuousClock.now < end {
+            if try condition() { return true }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        return try condition()
+    }
+}
