@@ -32,8 +32,22 @@ extension Jobctl {
             throw ControlError.badInput("error: --url: required (or use --ndjson FILE for many jobs)")
         }
         var request = EnqueueRequest(url: url)
+        try applyJobFlags(to: &request, from: command, io: io, now: now)
+        return request
+    }
+
+    /// Sets the request's fields whose flags have a value (given, or a declared default), so
+    /// `enqueue` and the `schedule` commands (which declare the same flags, see
+    /// `JobctlCommands.scheduleJobFlags`) read them one way. Flags a command does not declare
+    /// are skipped; with `now` nil (schedules) the times relative to now are skipped too.
+    static func applyJobFlags(to request: inout EnqueueRequest, from command: ParsedCommand, io: ControlIO,
+                              now: Date?) throws {
+        func declares(_ name: String) -> Bool { command.arguments.contains { $0.long == name } }
+        if let url = command.value("url") { request.url = url }
         if let method = command.value("method") { request.method = method.uppercased() }
-        for raw in command.values("header") {
+        let headers = command.values("header")
+        if !headers.isEmpty { request.headers = [] }
+        for raw in headers {
             guard let colon = raw.firstIndex(of: ":") else {
                 // Never echo the text: 'Authorization Bearer …' without its colon is still a secret.
                 throw command.invalid("header", "expected 'Name: value', got a value without a colon")
@@ -47,25 +61,34 @@ extension Jobctl {
         }
         if let queue = command.value("queue") { request.queue = queue }
         if let priority = try command.int("priority") { request.priority = priority }
-        if let runAt = try command.timestamp("run-at", now: now) { request.runAt = runAt }
-        if let runAt = try command.dateAfter("in", now: now) { request.runAt = runAt }
+        if let now, declares("run-at") {
+            if let runAt = try command.timestamp("run-at", now: now) { request.runAt = runAt }
+            if let runAt = try command.dateAfter("in", now: now) { request.runAt = runAt }
+        }
         if let attempts = try command.int("max-attempts") { request.maxAttempts = attempts }
-        if let deadline = try command.timestamp("deadline", now: now) { request.deadline = deadline }
-        if let deadline = try command.dateAfter("within", now: now) { request.deadline = deadline }
-        if command.flag("no-idempotency-key") {
-            request.idempotencyKey = .none
-        } else if let key = command.value("idempotency-key") {
-            request.idempotencyKey = .custom(key)
+        if let now, declares("deadline") {
+            if let deadline = try command.timestamp("deadline", now: now) { request.deadline = deadline }
+            if let deadline = try command.dateAfter("within", now: now) { request.deadline = deadline }
         }
-        request.uniqueKey = command.value("unique-key")
-        request.destination = command.value("destination")
-        if let timeout = try command.duration("timeout") {
-            let ms = timeout.milliseconds
-            guard ms >= 1, ms <= 3_600_000 else { throw command.invalid("timeout", "must be between 1ms and 1h") }
-            request.timeoutMilliseconds = Int(ms)
+        if declares("idempotency-key") {
+            if command.flag("no-idempotency-key") {
+                request.idempotencyKey = .none
+            } else if let key = command.value("idempotency-key") {
+                request.idempotencyKey = .custom(key)
+            }
         }
-        request.expectContentType = command.value("expect-content-type")
-        return request
+        if let key = command.value("unique-key") { request.uniqueKey = key }
+        if let destination = command.value("destination") { request.destination = destination }
+        if let ms = try timeoutMilliseconds(command) { request.timeoutMilliseconds = ms }
+        if let type = command.value("expect-content-type") { request.expectContentType = type }
+    }
+
+    /// `--timeout`, in milliseconds, 1 ms to 1 h.
+    static func timeoutMilliseconds(_ command: ParsedCommand) throws -> Int? {
+        guard let timeout = try command.duration("timeout") else { return nil }
+        let ms = timeout.milliseconds
+        guard ms >= 1, ms <= 3_600_000 else { throw command.invalid("timeout", "must be between 1ms and 1h") }
+        return Int(ms)
     }
 
     /// `--data TEXT`, `--data @FILE` or `--data @-` (standard input).

@@ -14,11 +14,13 @@ extension Jobctl {
         var deadLetters: [String: Int]
         var breakers: [String: Int]
         var workers: Int
+        /// Schedules: `total`, `paused`, `failing` (cannot run; see `jobctl schedules`).
+        var schedules: [String: Int]
 
         enum CodingKeys: String, CodingKey {
             case queues, throughputPerMinute = "succeeded_last_minute", lastHour = "queues_last_hour"
             case lastDay = "queues_last_day", destinationsLastHour = "destinations_last_hour"
-            case deadLetters = "dead_letters", breakers, workers
+            case deadLetters = "dead_letters", breakers, workers, schedules
         }
     }
 
@@ -31,7 +33,8 @@ extension Jobctl {
             destinationsLastHour: try AttemptStatsTable.summaries(lastSeconds: 3600, by: .destination, on: connection),
             deadLetters: try StatsQueries.deadLetterCounts(on: connection),
             breakers: try StatsQueries.breakerStates(on: connection),
-            workers: try WorkersTable.live(on: connection).count)
+            workers: try WorkersTable.live(on: connection).count,
+            schedules: try SchedulesTable.counts(on: connection).dictionary)
     }
 
     static func stats(_ command: ParsedCommand, io: ControlIO) throws {
@@ -90,6 +93,8 @@ extension Jobctl {
         let breakers = view.breakers.keys.sorted().map { "\($0)=\(view.breakers[$0]!)" }.joined(separator: " ")
         lines.append("breakers: \(breakers.isEmpty ? "none" : breakers)")
         lines.append("live workers: \(view.workers)")
+        let schedules = view.schedules
+        lines.append("schedules: \(schedules["total"] ?? 0) (paused \(schedules["paused"] ?? 0), failing \(schedules["failing"] ?? 0))")
         return lines.joined(separator: "\n")
     }
 }

@@ -72,6 +72,12 @@ public enum Jobctl {
         case ["queues"]: try queues(command, io: io)
         case ["queue", "set"]: try queueSet(command, io: io)
         case ["queue", "reset"]: try queueReset(command, io: io)
+        case ["schedules"]: try schedulesList(command, io: io)
+        case ["schedule", "add"]: try scheduleAdd(command, io: io)
+        case ["schedule", "update"]: try scheduleUpdate(command, io: io)
+        case ["schedule", "show"]: try scheduleShow(command, io: io)
+        case ["schedule", "pause"], ["schedule", "resume"], ["schedule", "remove"]: try schedulePauseResumeRemove(command, io: io)
+        case ["schedule", "apply"]: try scheduleApply(command, io: io)
         case ["devdb", "start"], ["devdb", "stop"], ["devdb", "status"]: try devdb(command, io: io)
         default:
             throw ControlError.badInput("error: '\(command.commandPath.joined(separator: " "))' is not available in this build")

@@ -22,7 +22,8 @@ public enum JobctlCommands {
             unknown id.
             """,
         arguments: [databaseURL],
-        subcommands: [migrate, enqueue, list, show, cancel, stats, dead, breakers, breaker, queues, queue, workers, devdb]
+        subcommands: [migrate, enqueue, list, show, cancel, stats, dead, breakers, breaker, queues, queue, schedules, schedule,
+                      workers, devdb]
     )
 
     // MARK: - Shared arguments
@@ -200,7 +201,8 @@ public enum JobctlCommands {
         discussion: """
             Depth per queue and state; throughput; attempts by error class; retries \
             and jobs that succeeded after a retry; the distribution of retry delays; \
-            circuit breakers; live workers.
+            circuit breakers; live workers; schedules (paused, and failing: unable to \
+            run, see 'jobctl schedules').
             """,
         arguments: [
             .flag("watch", short: "w", help: "Refresh the view in place until interrupted."),

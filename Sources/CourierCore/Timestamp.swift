@@ -143,7 +143,8 @@ public enum Timestamp {
         var days = millis / 86_400_000
         var ofDay = millis % 86_400_000
         if ofDay < 0 { ofDay += 86_400_000; days -= 1 }
-        let (year, month, day) = CivilDate.civil(fromDays: days)
+        let civil = CivilDate.civil(fromDaysSinceEpoch: Int(days))
+        let (year, month, day) = (Int64(civil.year), Int64(civil.month), Int64(civil.day))
         var bytes: [UInt8] = []
         bytes.reserveCapacity(24)
         func append(_ value: Int64, width: Int) {

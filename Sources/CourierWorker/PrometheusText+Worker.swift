@@ -95,6 +95,14 @@ extension PrometheusText {
         page.single("courier_acknowledgements_dropped_total", .counter,
                     help: "Results the database refused even one at a time; their jobs are rescued when the lease expires.",
                     Double(m.droppedAcknowledgements))
+        page.single("courier_schedule_runs_enqueued_total", .counter, help: "Schedule runs this worker enqueued.",
+                    Double(m.scheduleLags.count))
+        page.single("courier_schedule_runs_missed_total", .counter,
+                    help: "Schedule slots this worker did not run: missed while no worker ran (by the missed-run policy) or past their deadline.",
+                    Double(m.scheduleMissed))
+        page.family("courier_schedule_lag_seconds", .histogram, help: "Time from a schedule run's slot to its enqueue.",
+                    histogramSamples("courier_schedule_lag_seconds", buckets: m.scheduleLags.cumulative,
+                                     sum: m.scheduleLags.sum, count: m.scheduleLags.count))
         fleetFamilies(&page, sampling: sampling, now: now)
         return page.text
     }

@@ -43,6 +43,7 @@ public final class Worker: @unchecked Sendable {
     var statsFlusher: StatsFlusher!
     var settings: SettingsRefresher!
     var prober: Prober!
+    var scheduler: Scheduler?
     var claimer: Claimer!
     private var threads: [String: ServiceThread] = [:]
     private var startOrder: [ServiceThread] = []
@@ -296,6 +297,14 @@ public final class Worker: @unchecked Sendable {
         gate = StopGate()
         prober = Prober(configuration: .init(configuration, worker: id), session: session(gate), intake: self, logger: logger)
         _ = thread(for: prober, gate: gate)
+
+        if configuration.scheduler.enabled {
+            gate = StopGate()
+            let scheduler = Scheduler(configuration: configuration.scheduler, session: session(gate), logger: logger,
+                                      metrics: metrics, mayRun: { [unowned self] in claimer.missingMigrations.isEmpty })
+            self.scheduler = scheduler
+            _ = thread(for: scheduler, gate: gate)
+        }
 
         gate = StopGate()
         claimer = Claimer(configuration: .init(configuration, worker: id), session: session(gate), intake: self,

@@ -44,6 +44,8 @@ public struct WorkerConfiguration: Sendable {
     public var ackFlushInterval: Duration = .milliseconds(2)
     /// `host:port` for /metrics, /healthz and /readyz; nil disables the endpoint.
     public var metricsAddress: String?
+    /// The scheduler service (periodic jobs of `courier.schedules`); see ``Scheduler/Configuration``.
+    public var scheduler = Scheduler.Configuration()
 
     public init(database: DatabaseConfiguration) {
         self.database = database

@@ -52,12 +52,16 @@ public final class WorkerMetrics: @unchecked Sendable {
     private var refusedByConfiguration = 0
     private var droppedAcknowledgements = 0
     private var retryDelays = Histogram(bounds: WorkerMetrics.retryDelayBounds)
+    private var scheduleLags = Histogram(bounds: WorkerMetrics.scheduleLagBounds)
+    private var scheduleMissed = 0
 
     /// Retry delays in seconds.
     public static let retryDelayBounds: [Double] = [1, 5, 15, 60, 300, 900, 3600]
     /// Jobs per non-empty claim.
     public static let claimBatchBounds: [Double] = [1, 2, 5, 10, 20, 50, 100, 200, 500]
     /// Seconds one acknowledgement flush (one batch write) took.
+    /// Seconds from a schedule's slot to the enqueue of its run.
+    public static let scheduleLagBounds: [Double] = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 60]
     public static let ackLatencyBounds: [Double] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10]
 
     public init() {}
@@ -84,6 +88,10 @@ public final class WorkerMetrics: @unchecked Sendable {
         /// Results the database refused even one at a time, dropped (their jobs are rescued when the lease expires).
         public var droppedAcknowledgements: Int
         public var retryDelays: Histogram
+        /// Schedule runs this worker enqueued (the count) and their lag from slot to enqueue.
+        public var scheduleLags = Histogram(bounds: WorkerMetrics.scheduleLagBounds)
+        /// Schedule slots this worker did not run, by the missed-run policy.
+        public var scheduleMissed = 0
         public var retryDelayBuckets: [(le: Double, count: Int)] { retryDelays.cumulative }
         public var retryDelayCount: Int { retryDelays.count }
         public var retryDelaySum: Double { retryDelays.sum }
@@ -103,7 +111,8 @@ public final class WorkerMetrics: @unchecked Sendable {
                 ackedJobs: ackedJobs, ackLatencySeconds: ackFlushes.sum, ackLatency: ackFlushes,
                 rescuedRequeued: rescuedRequeued, rescuedDeadLettered: rescuedDeadLettered,
                 refusedByConfiguration: refusedByConfiguration,
-                droppedAcknowledgements: droppedAcknowledgements, retryDelays: retryDelays)
+                droppedAcknowledgements: droppedAcknowledgements, retryDelays: retryDelays,
+                scheduleLags: scheduleLags, scheduleMissed: scheduleMissed)
         }
     }
 
@@ -157,5 +166,12 @@ public final class WorkerMetrics: @unchecked Sendable {
 
     func recordDroppedAcknowledgement() {
         lock.withLock { droppedAcknowledgements += 1 }
+    }
+
+    func recordScheduleRuns(lags: [Double], missed: Int) {
+        lock.withLock {
+            for lag in lags { scheduleLags.observe(lag) }
+            scheduleMissed += missed
+        }
     }
 }

@@ -87,3 +87,29 @@ import Testing
         #expect(field { $0.expectContentType = "json" } == "expect_content_type")
     }
 }
+
+@Suite struct ScheduleTemplateTests {
+    @Test func everyEnqueueFieldButTheRunsOwnIsKeptBySchedules() {
+        #expect(ScheduleTemplate.httpFields == EnqueueRequest.jsonFields.subtracting(ScheduleTemplate.runFields))
+    }
+
+    @Test func aTemplateRoundTripsThroughItsJSON() throws {
+        let text = #"{"url": "https://x.example.com/a", "method": "put", "headers": {"A": "1", "B": {"secret": "TOKEN"}}, "body": {"n": 1}, "queue": "q", "priority": -3, "max_attempts": 7, "unique_key": "u", "destination": "d", "timeout_ms": 500, "expect_content_type": "application/json", "within_ms": 9000}"#
+        let template = try ScheduleTemplate(json: text)
+        #expect(try ScheduleTemplate(json: template.json) == template)
+        guard case .http(let request) = template.job else { Issue.record("not an HTTP job"); return }
+        #expect(request.method == "PUT")
+        // A body that is not a string is kept as compact JSON with sorted keys (documented in the README).
+        #expect(request.body == #"{"n":1}"#)
+        #expect(template.withinMilliseconds == 9000)
+        for (json, field) in [(#"{"url": "https://x.example.com/", "run_at": "2024-01-01T00:00:00Z"}"#, "run_at"),
+                              (#"{"url": "https://x.example.com/", "idempotency_key": null}"#, "idempotency_key"),
+                              (#"{"url": "https://x.example.com/", "colour": "red"}"#, "colour"),
+                              (#"{"kind": "a.b", "url": "https://x.example.com/"}"#, "url"),
+                              (#"{"kind": "a.b", "args": [1]}"#, "args"),
+                              (#"{"url": "https://x.example.com/", "within_ms": 0}"#, "within_ms")] {
+            #expect(throws: ValidationError.self) { try ScheduleTemplate(json: json) }
+            do { _ = try ScheduleTemplate(json: json) } catch { #expect(error.field == field, "\(json): \(error)") }
+        }
+    }
+}

@@ -57,6 +57,10 @@ public protocol WorkerStore {
     func statsOpenBreakers(limit: Int) throws -> [StatsQueries.OpenBreaker]
     func statsBreakerTransitionCounts() throws -> [StatsQueries.BreakerTransitionCount]
     func statsLiveWorkerCount() throws -> Int
+
+    // Schedules (the scheduler service)
+    func schedulesRunNextDue(now: Date?, lateTolerance: Duration) throws -> SchedulesTable.Pass?
+    func schedulesEarliestNextRun(now: Date?) throws -> (next: Date?, now: Date)
 }
 
 /// `WorkerStore` on one PostgreSQL connection.
@@ -64,6 +68,13 @@ public struct PostgresWorkerStore: WorkerStore {
     let connection: PostgresConnection
 
     init(connection: PostgresConnection) { self.connection = connection }
+
+    public func schedulesRunNextDue(now: Date?, lateTolerance: Duration) throws -> SchedulesTable.Pass? {
+        try SchedulesTable.runNextDue(now: now, lateTolerance: lateTolerance, on: connection)
+    }
+    public func schedulesEarliestNextRun(now: Date?) throws -> (next: Date?, now: Date) {
+        try SchedulesTable.earliestNextRun(now: now, on: connection)
+    }
 
     public func jobsClaim(queue: String, limit: Int, worker: UUID, leaseMilliseconds: Int) throws -> [ClaimedJob] {
         try JobsTable.claim(queue: queue, limit: limit, worker: worker, leaseMilliseconds: leaseMilliseconds, on: connection)
