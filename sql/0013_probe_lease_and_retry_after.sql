@@ -5,7 +5,8 @@
 -- current. Returns whether it was renewed (false: the probe was taken over or settled).
 create function courier.breaker_probe_renew(p_destination text, p_generation bigint, p_worker uuid, p_probe_lease_ms bigint)
 returns boolean
-language sql volatile as $$
+-- Runs as its owner, like every breaker function since 0010: courier_worker cannot write courier.breakers.
+language sql volatile security definer set search_path = pg_catalog, pg_temp as $$
     update courier.breakers
     set probe_lease_until = now() + p_probe_lease_ms * interval '1 millisecond'
     where destination = p_destination and generation = p_generation and probe_owner = p_worker and state = 'half_open'
@@ -15,7 +16,8 @@ $$;
 -- As in 0003, and a destination paused by Retry-After (not_before in the future) is not probed yet.
 create or replace function courier.breaker_try_probe(p_destination text, p_worker uuid, p_probe_lease_ms bigint)
 returns bigint
-language plpgsql volatile as $$
+-- create or replace resets SECURITY DEFINER and search_path: restate 0010's.
+language plpgsql volatile security definer set search_path = pg_catalog, pg_temp as $$
 declare
     v_from text;
     v_generation bigint;

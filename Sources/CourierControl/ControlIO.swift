@@ -40,7 +40,12 @@ public struct ControlIO: Sendable {
         return io
     }
 
-    func print(_ line: String) { writeOut(line + "\n") }
+    /// Prints human-readable text, every control character escaped but the line breaks
+    /// (see `Quoting.printableLines`). JSON goes through ``printJSON(_:)`` instead.
+    func print(_ line: String) { writeOut(Quoting.printableLines(line) + "\n") }
+
+    /// Writes a message to standard error, escaped as ``print(_:)`` escapes.
+    func printError(_ text: String) { writeErr(Quoting.printableLines(text)) }
 
     /// Prints a value as pretty, key-sorted JSON.
     func printJSON(_ value: some Encodable) throws {
@@ -51,6 +56,7 @@ public struct ControlIO: Sendable {
             var container = encoder.singleValueContainer()
             try container.encode(Timestamp.format(date))
         }
-        print(String(decoding: try encoder.encode(value), as: UTF8.self))
+        // Not through print(): JSON escapes C0 itself, and its other characters must stay exact.
+        writeOut(String(decoding: try encoder.encode(value), as: UTF8.self) + "\n")
     }
 }

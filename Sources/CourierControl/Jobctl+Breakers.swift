@@ -33,7 +33,7 @@ extension Jobctl {
              try BreakersTable.force(destination: destination, action: action, actor: actor, on: connection))
         }
         if !known {
-            io.writeErr("warning: no breaker, waiting job or dead letter has destination '\(destination)'; destinations are written scheme://host:port, as 'jobctl breakers' shows\n")
+            io.printError("warning: no breaker, waiting job or dead letter has destination '\(destination)'; destinations are written scheme://host:port, as 'jobctl breakers' shows\n")
         }
         let after = action == .open ? "open (forced: stays open until closed or reset)" : "closed"
         if command.flag("json") {

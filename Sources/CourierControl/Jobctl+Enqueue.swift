@@ -11,8 +11,8 @@ extension Jobctl {
             try enqueueNDJSON(command, io: io)
             return
         }
-        var request = try enqueueRequest(from: command, io: io)
-        if request.method.isEmpty { request.method = "POST" }
+        // `--method ''` is refused by validate(), not read as POST.
+        let request = try enqueueRequest(from: command, io: io)
         do {
             try request.validate()
         } catch {

@@ -24,26 +24,26 @@ public enum Jobctl {
                 return 0
             }
         } catch {
-            io.writeErr(error.description + "\n" + (error.helpHint.map { $0 + "\n" } ?? ""))
+            io.printError(error.description + "\n" + (error.helpHint.map { $0 + "\n" } ?? ""))
             return error.exitCode
         }
         do {
             try dispatch(command, io: io)
             return 0
         } catch let error as ControlError {
-            if !error.description.isEmpty { io.writeErr(error.description + "\n") }
+            if !error.description.isEmpty { io.printError(error.description + "\n") }
             return error.exitCode
         } catch let error as UsageError {
-            io.writeErr(error.description + "\n")
+            io.printError(error.description + "\n")
             return error.exitCode
         } catch {
             // What the database said, by code: the store decides what a SQLSTATE means.
             let failure = StoreError.from(error)
-            io.writeErr("error: \(failure)\n")
+            io.printError("error: \(failure)\n")
             switch failure.code {
             case .schemaMissing:
                 // Undefined schema, table or function: the database was never migrated, or not to this version.
-                io.writeErr("hint: the courier schema is missing or older than this jobctl: run 'jobctl migrate'\n")
+                io.printError("hint: the courier schema is missing or older than this jobctl: run 'jobctl migrate'\n")
                 return 1
             case .badInput, .conflict:
                 // A refused value (bad input caught by the database) is the caller's to fix.
@@ -119,7 +119,7 @@ public enum Jobctl {
             do {
                 applied = try withDatabase(command, io: io) { try Migrator.appliedVersions($0) }
             } catch {
-                io.writeErr("note: the database is not reachable, so this is every migration\n")
+                io.printError("note: the database is not reachable, so this is every migration\n")
                 applied = []
             }
             let pending = Migration.all.filter { !applied.contains($0.version) }
@@ -133,7 +133,7 @@ public enum Jobctl {
         let known = Set(Migration.all.map(\.version))
         let unknown = versions.filter { !known.contains($0) }
         if !unknown.isEmpty {
-            io.writeErr("note: the database has migrations this jobctl does not know (\(unknown.map(String.init).joined(separator: ", "))): it is older than the schema; use the newer jobctl\n")
+            io.printError("note: the database has migrations this jobctl does not know (\(unknown.map(String.init).joined(separator: ", "))): it is older than the schema; use the newer jobctl\n")
         }
         if command.flag("json") {
             try io.printJSON(["applied": applied.map(\.name)])

@@ -1,11 +1,14 @@
-/// Left-aligned columns for terminal output.
+import CourierCore
+
+/// Left-aligned columns for terminal output. Cells are made printable (control
+/// characters escaped), so a stored value cannot break the table or the terminal.
 struct TextTable {
     var headers: [String]
     var rows: [[String]] = []
 
     init(_ headers: [String]) { self.headers = headers }
 
-    mutating func add(_ row: [String]) { rows.append(row) }
+    mutating func add(_ row: [String]) { rows.append(row.map(Quoting.printable)) }
 
     func render() -> String {
         var widths = headers.map(\.count)

@@ -13,14 +13,15 @@ public struct HTTPHeader: Sendable, Equatable, Hashable, Codable {
     }
 
     /// Validates a header for sending: the name is an RFC 9110 token and the
-    /// value has no CR, LF or NUL (which would allow header injection).
+    /// value has no control byte but tab (CR, LF and NUL would allow header injection;
+    /// see ``HeaderRules/isAllowedValueByte(_:)``).
     public static func validate(name: String, value: String, field: String = "headers") throws(ValidationError) {
         guard !name.isEmpty, name.utf8.count <= 256, name.utf8.allSatisfy(\.isHTTPTokenCharacter) else {
             throw ValidationError(field: field, message: "header name \(Quoting.quote(name)) is not a valid HTTP token")
         }
-        guard !value.utf8.contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0x00 }) else {
+        guard value.utf8.allSatisfy(HeaderRules.isAllowedValueByte) else {
             // Never echo the value: it may be a secret.
-            throw ValidationError(field: field, message: "the value of header \(Quoting.quote(name)) contains a line break or NUL")
+            throw ValidationError(field: field, message: "the value of header \(Quoting.quote(name)) contains a control character")
         }
     }
 }

@@ -30,10 +30,10 @@ public struct RequestURL: Sendable, Equatable {
             throw ValidationError(field: field, message: "is longer than \(Self.maximumLength) bytes")
         }
         guard !text.utf8.contains(where: { $0 <= 0x20 || $0 == 0x7F }) else {
-            throw ValidationError(field: field, message: "URL \(Quoting.quote(text)) contains whitespace or control characters")
+            throw ValidationError(field: field, message: "URL \(Quoting.quote(Redaction.redactURL(text))) contains whitespace or control characters")
         }
         guard let colon = text.utf8.firstIndex(of: UInt8(ascii: ":")) else {
-            throw ValidationError(field: field, message: "URL \(Quoting.quote(text)) has no scheme; write http:// or https://")
+            throw ValidationError(field: field, message: "URL \(Quoting.quote(Redaction.redactURL(text))) has no scheme; write http:// or https://")
         }
         let scheme = String(text[..<colon]).asciiLowercased
         guard scheme == "http" || scheme == "https" else {
@@ -41,7 +41,7 @@ public struct RequestURL: Sendable, Equatable {
         }
         let afterScheme = text[text.utf8.index(after: colon)...]
         guard afterScheme.utf8.count >= 2, afterScheme.utf8.prefix(2).allSatisfy({ $0 == UInt8(ascii: "/") }) else {
-            throw ValidationError(field: field, message: "URL \(Quoting.quote(text)) must have // and a host after the scheme")
+            throw ValidationError(field: field, message: "URL \(Quoting.quote(Redaction.redactURL(text))) must have // and a host after the scheme")
         }
         let rest = afterScheme[afterScheme.utf8.index(afterScheme.startIndex, offsetBy: 2)...]
         let authorityEnd = rest.utf8.firstIndex(where: { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") })
@@ -51,7 +51,7 @@ public struct RequestURL: Sendable, Equatable {
             throw ValidationError(field: field, message: "credentials in the URL are not allowed; send them in a header (by secret reference)")
         }
         guard !authority.isEmpty else {
-            throw ValidationError(field: field, message: "URL \(Quoting.quote(text)) has no host")
+            throw ValidationError(field: field, message: "URL \(Quoting.quote(Redaction.redactURL(text))) has no host")
         }
 
         var hostPart: Substring
@@ -60,13 +60,13 @@ public struct RequestURL: Sendable, Equatable {
         var host: String
         if authority.utf8.first == UInt8(ascii: "[") {
             guard let close = authority.utf8.firstIndex(of: UInt8(ascii: "]")) else {
-                throw ValidationError(field: field, message: "IPv6 host in URL \(Quoting.quote(text)) has no closing ]")
+                throw ValidationError(field: field, message: "IPv6 host in URL \(Quoting.quote(Redaction.redactURL(text))) has no closing ]")
             }
             hostPart = authority[authority.utf8.index(after: authority.startIndex)..<close]
             let after = authority[authority.utf8.index(after: close)...]
             if !after.isEmpty {
                 guard after.utf8.first == UInt8(ascii: ":") else {
-                    throw ValidationError(field: field, message: "unexpected text after the IPv6 host in URL \(Quoting.quote(text))")
+                    throw ValidationError(field: field, message: "unexpected text after the IPv6 host in URL \(Quoting.quote(Redaction.redactURL(text)))")
                 }
                 portPart = after[after.utf8.index(after: after.startIndex)...]
             }
@@ -83,7 +83,7 @@ public struct RequestURL: Sendable, Equatable {
                 hostPart = authority
             }
             guard !hostPart.isEmpty else {
-                throw ValidationError(field: field, message: "URL \(Quoting.quote(text)) has no host")
+                throw ValidationError(field: field, message: "URL \(Quoting.quote(Redaction.redactURL(text))) has no host")
             }
             guard hostPart.utf8.count <= 253, hostPart.utf8.allSatisfy({ $0.isHostNameCharacter }) else {
                 throw ValidationError(field: field, message: "host \(Quoting.quote(String(hostPart))) is not a valid host name (write internationalized names in punycode)")

@@ -209,11 +209,16 @@ final class CurlDriver: @unchecked Sendable {
                   let easy = message.pointee.easy_handle,
                   let transfer = byHandle[easy] else { continue }
             let code = message.pointee.data.result
+            var requestBytes = 0, headerBytes = 0
+            _ = courier_easy_getinfo_long(easy, CURLINFO_REQUEST_SIZE, &requestBytes)
+            _ = courier_easy_getinfo_long(easy, CURLINFO_HEADER_SIZE, &headerBytes)
             let evidence = CurlOutcomeClassifier.Evidence(
                 requestStarted: transfer.requestStarted,
                 refusal: transfer.refusal,
                 bodyTruncated: transfer.bodyTruncated,
-                resendRefused: transfer.resendRefused
+                resendRefused: transfer.resendRefused,
+                requestBytesSent: requestBytes,
+                responseHeaderBytes: headerBytes
             )
             let outcome = CurlOutcomeClassifier.outcome(code: code, evidence: evidence) {
                 var status = 0

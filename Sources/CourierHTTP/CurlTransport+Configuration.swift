@@ -1,3 +1,5 @@
+import CourierCore
+
 extension CurlTransport {
     /// Settings for a ``CurlTransport``. Every field has a documented default.
     public struct Configuration: Sendable {
@@ -10,11 +12,10 @@ extension CurlTransport {
         public var allowPrivateNetworks: Bool
         /// Judges the IP address a connection is about to be made to (and, as a
         /// second check, the address it was made to). Returns `nil` to allow, or a
-        /// short category such as `"loopback"` or `"private"` to refuse; the
-        /// outcome then reads `destination address IP is CATEGORY; pass
-        /// --allow-private-networks to allow`. The default refuses loopback,
-        /// private (RFC 1918 and 100.64/10), link-local, IPv6 unique-local and
-        /// unspecified addresses, including IPv4-mapped IPv6 forms.
+        /// phrase that follows "IP is" to refuse (`"in loopback 127.0.0.0/8"`); the
+        /// outcome then reads `destination address IP is PHRASE; pass
+        /// --allow-private-networks to allow`. The default is CourierCore's
+        /// `AddressPolicy.refusalCategory(ip:)`, the same policy the worker uses.
         public var addressGuard: @Sendable (String) -> String?
         /// At most this many connections to one host (`0` = no limit). Default 128.
         public var maxHostConnections: Int
@@ -37,7 +38,7 @@ extension CurlTransport {
         ) {
             self.maxResponseBodyBytes = maxResponseBodyBytes
             self.allowPrivateNetworks = allowPrivateNetworks
-            self.addressGuard = addressGuard ?? { DefaultAddressGuard.refusal(for: $0) }
+            self.addressGuard = addressGuard ?? { AddressPolicy.refusalCategory(ip: $0) }
             self.maxHostConnections = maxHostConnections
             self.maxTotalConnections = maxTotalConnections
             self.maxCachedConnections = maxCachedConnections

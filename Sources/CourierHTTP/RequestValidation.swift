@@ -1,3 +1,5 @@
+import CourierCore
+
 /// Checks a request before libcurl sees it. Pure; returns the reason to refuse
 /// (an outcome of `.blocked`, since such a request can never succeed) or `nil`.
 /// Reasons name the field and never echo header values.
@@ -11,8 +13,8 @@ enum RequestValidation {
             if !isToken(header.name) {
                 return "header name is not a valid HTTP token"
             }
-            if header.value.utf8.contains(where: { $0 == 13 || $0 == 10 || $0 == 0 }) {
-                return "header \(header.name) has a value containing CR, LF or NUL"
+            if !header.value.utf8.allSatisfy(HeaderRules.isAllowedValueByte) {
+                return "header \(header.name) has a value containing a control character"
             }
         }
         if request.timeout <= .zero {

@@ -5,13 +5,9 @@ import Postgres
 public enum BreakersTable {
     /// Holds a destination back until now + `milliseconds` (Retry-After). Its waiting
     /// jobs are not claimed meanwhile and so use no attempts. Never shortens a pause.
+    /// Through `courier.breaker_pause`, so `courier_worker` needs no write privilege on the table.
     public static func pause(destination: String, milliseconds: Int64, on connection: PostgresConnection) throws {
-        try connection.query("""
-            insert into courier.breakers (destination, not_before)
-            values (\(destination), now() + \(milliseconds) * interval '1 millisecond')
-            on conflict (destination) do update
-            set not_before = greatest(courier.breakers.not_before, excluded.not_before)
-            """)
+        try connection.query("select courier.breaker_pause(\(destination), \(milliseconds))")
     }
 }
 

@@ -76,7 +76,7 @@ public enum DeadLettersTable {
             id: try row.decode(0, as: Int64.self), jobID: try row.decode(1, as: Int64.self),
             reason: try row.decode(2, as: String.self), queue: try row.decode(3, as: String.self),
             destination: try row.decode(4, as: String.self), method: try row.decode(5, as: String.self),
-            url: try row.decode(6, as: String?.self), headers: JobRecord.displayHeaders(try row.decode(7, as: String.self)),
+            url: try row.decode(6, as: String?.self).map(Redaction.redactURL), headers: JobRecord.displayHeaders(try row.decode(7, as: String.self)),
             body: try row.decode(8, as: String?.self), idempotencyKey: try row.decode(9, as: String?.self),
             attempt: try row.decode(10, as: Int.self), maxAttempts: try row.decode(11, as: Int.self),
             deadline: try row.decode(12, as: Date?.self), lastClass: try row.decode(13, as: String?.self),

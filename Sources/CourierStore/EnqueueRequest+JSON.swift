@@ -79,6 +79,10 @@ extension EnqueueRequest {
         guard case .object(let range) = value, let members = try? reader.members(of: range) else {
             throw ValidationError(field: "headers", message: "must be a JSON object of name to value")
         }
+        // Refuse an oversized object before building anything from it.
+        guard members.count <= HeaderRules.maximumCount else {
+            throw ValidationError(field: "headers", message: "more than \(HeaderRules.maximumCount) headers")
+        }
         var result: [(name: String, value: HeaderValue)] = []
         result.reserveCapacity(members.count)
         for (name, raw) in members {
@@ -93,7 +97,7 @@ extension EnqueueRequest {
                 }
                 fallthrough
             default:
-                throw ValidationError(field: "headers", message: "the value of '\(name)' must be a string or {\"secret\": \"NAME\"}")
+                throw ValidationError(field: "headers", message: "the value of \(Quoting.quote(name)) must be a string or {\"secret\": \"NAME\"}")
             }
         }
         return result.sorted { $0.name < $1.name }

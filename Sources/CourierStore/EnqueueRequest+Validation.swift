@@ -12,25 +12,7 @@ extension EnqueueRequest {
         if !Self.isMethodToken(method.asciiUppercased) {
             throw ValidationError(field: "method", message: "must be an HTTP method token such as GET or POST, got '\(method)'")
         }
-        for (index, header) in headers.enumerated() {
-            if !Self.isHeaderName(header.name) {
-                throw ValidationError(field: "headers", message: "'\(header.name)' is not a valid header name")
-            }
-            // Few headers per job: comparing pairs beats building a set of lower-cased names.
-            if headers[..<index].contains(where: { Self.sameHeaderName($0.name, header.name) }) {
-                throw ValidationError(field: "headers", message: "header '\(header.name)' is given twice")
-            }
-            switch header.value {
-            case .literal(let value):
-                if value.unicodeScalars.contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\0" }) {
-                    throw ValidationError(field: "headers", message: "the value of '\(header.name)' contains a line break")
-                }
-            case .secret(let name):
-                if !Self.isSecretName(name) {
-                    throw ValidationError(field: "headers", message: "the secret name for '\(header.name)' must be letters, digits, _ . -")
-                }
-            }
-        }
+        try validateHeaders()
         if let body {
             if body.utf8.count > 16_777_216 { throw ValidationError(field: "body", message: "is larger than 16 MiB") }
             if body.utf8.contains(0) {
@@ -66,6 +48,39 @@ extension EnqueueRequest {
         }
         if let expectContentType, !Self.isMediaType(expectContentType) {
             throw ValidationError(field: "expect_content_type", message: "must be a media type such as application/json")
+        }
+    }
+
+    /// The header rules of the `courier.header_map` domain (``HeaderRules``). The count
+    /// is checked first, so every later step works on at most ``HeaderRules/maximumCount``
+    /// headers; duplicates are found with a set, not by comparing pairs.
+    func validateHeaders() throws(ValidationError) {
+        if let problem = HeaderRules.limitProblem(headers.lazy.map { header in
+            switch header.value {
+            case .literal(let value): (header.name.utf8.count, value.utf8.count)
+            case .secret(let name): (header.name.utf8.count, name.utf8.count)
+            }
+        }) {
+            throw ValidationError(field: "headers", message: problem)
+        }
+        var seen = Set<String>(minimumCapacity: headers.count)
+        for header in headers {
+            if !Self.isHeaderName(header.name) {
+                throw ValidationError(field: "headers", message: "\(Quoting.quote(header.name)) is not a valid header name")
+            }
+            if !seen.insert(header.name.asciiLowercased).inserted {
+                throw ValidationError(field: "headers", message: "header \(Quoting.quote(header.name)) is given twice")
+            }
+            switch header.value {
+            case .literal(let value):
+                if !value.utf8.allSatisfy(HeaderRules.isAllowedValueByte) {
+                    throw ValidationError(field: "headers", message: "the value of \(Quoting.quote(header.name)) contains a control character")
+                }
+            case .secret(let name):
+                if !Self.isSecretName(name) {
+                    throw ValidationError(field: "headers", message: "the secret name for \(Quoting.quote(header.name)) must be 1 to 128 letters, digits, _ . -")
+                }
+            }
         }
     }
 

@@ -22,6 +22,7 @@ extension Migration {
         Migration(version: 6, name: "0006_roles.sql", bytes: PackageResources._006_roles_sql),
         Migration(version: 7, name: "0007_cheaper_value_checks.sql", bytes: PackageResources._007_cheaper_value_checks_sql),
         Migration(version: 9, name: "0009_schedules.sql", bytes: PackageResources._009_schedules_sql),
+        Migration(version: 10, name: "0010_security_hardening.sql", bytes: PackageResources._010_security_hardening_sql),
         Migration(version: 13, name: "0013_probe_lease_and_retry_after.sql", bytes: PackageResources._013_probe_lease_and_retry_after_sql),
     ]
 

@@ -13,6 +13,9 @@ extension FaultServer {
         case html200
         /// `200` with `{"ok":true}` as `application/json`.
         case json200
+        /// Reads the request, writes `bytes` exactly as given (an HTTP/0.9 or garbage
+        /// answer), then closes the connection.
+        case raw(bytes: [UInt8])
     }
 
     /// The HTML body sent by ``Behavior/html200``.

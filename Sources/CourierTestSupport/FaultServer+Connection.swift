@@ -94,6 +94,9 @@ extension FaultServer {
                                               body: Array(Self.jsonBody.utf8), close: close, withBody: withBody))
         case .dropConnection:
             return false
+        case .raw(let bytes):
+            _ = writeAll(fd, bytes)
+            return false
         case .slow(let delay, let then):
             guard sleep(delay) else { return false }
             return perform(then, fd: fd, head: head)

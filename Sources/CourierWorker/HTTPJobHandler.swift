@@ -15,60 +15,74 @@ public struct HTTPJobHandler: JobHandler {
     }
 
     public func perform(_ job: ClaimedJob) async -> Classification {
-        let request: HTTPRequest
+        let built: BuiltRequest
         switch buildRequest(job) {
-        case .success(let built): request = built
+        case .success(let request): built = request
         case .failure(let refusal):
             let outcome: TransportOutcome = refusal.isLocal ? .refusedByConfiguration(refusal.message) : .blocked(refusal.message)
             return OutcomeClassifier.classify(outcome, expectContentType: nil, now: Date())
         }
-        let outcome = await transport.send(request)
-        var classification = OutcomeClassifier.classify(outcome, expectContentType: job.expectContentType, now: Date())
-        // A server may echo credentials back (e.g. in a body excerpt): keep them out of logs and stored errors.
-        let referenced = secretHeaderNames(job)
-        classification.message = Self.scrub(classification.message, secrets: request.headers.compactMap { header in
-            Redaction.isSensitiveHeader(header.name) || referenced.contains(header.name) ? header.value : nil
-        })
+        let outcome = await transport.send(built.request)
+        // A server may echo credentials back (in a body excerpt, a header): remove them from
+        // the raw bytes before anything is cut, escaped, logged or stored.
+        let scrubbed = Self.scrub(outcome, secrets: built.secretValues)
+        var classification = OutcomeClassifier.classify(scrubbed, expectContentType: job.expectContentType, now: Date())
+        classification.message = Redaction.scrub(classification.message, secrets: built.secretValues)
         return classification
     }
 
-    /// Replaces every occurrence of the given values (of 4 or more characters) by the redaction placeholder.
-    static func scrub(_ text: String, secrets: [String]) -> String {
-        var result = text
-        for secret in secrets.sorted(by: { $0.count > $1.count }) where secret.count >= 4 {
-            result = result.replacingOccurrences(of: secret, with: Redaction.placeholder)
-            // Also the parts of "Bearer xyz" or "a=b; c=d" that could be echoed alone.
-            for part in secret.split(whereSeparator: { $0 == " " || $0 == ";" || $0 == "=" || $0 == "," }) where part.count >= 8 {
-                result = result.replacingOccurrences(of: part, with: Redaction.placeholder)
-            }
+    /// The outcome with every secret value removed from the response's body and header values.
+    static func scrub(_ outcome: TransportOutcome, secrets: [String]) -> TransportOutcome {
+        guard case .response(var response) = outcome, !secrets.isEmpty else { return outcome }
+        response.bodyPrefix = Redaction.scrub(response.bodyPrefix, secrets: secrets)
+        response.headers = response.headers.map {
+            HTTPHeader(name: $0.name, value: Redaction.scrub($0.value, secrets: secrets))
         }
-        return result
+        return .response(response)
     }
 
-    /// Names of the headers whose values come from `{"secret": NAME}` references.
-    func secretHeaderNames(_ job: ClaimedJob) -> Set<String> {
-        let stored = (try? JSONSerialization.jsonObject(with: Data(job.headersJSON.utf8))) as? [String: Any] ?? [:]
-        return Set(stored.compactMap { name, value in (value as? [String: Any])?["secret"] != nil ? name : nil })
+    /// One attempt's request, and the values in it that must never be shown: every
+    /// resolved secret and the value of every sensitive header.
+    struct BuiltRequest {
+        var request: HTTPRequest
+        var secretValues: [String]
     }
 
     /// Why a request was not built; `isLocal` when the cause is this worker's configuration (a secret it cannot resolve).
     struct Refusal: Error { var message: String; var isLocal = false }
 
-    /// The request for one attempt: stored headers with secrets resolved, the
-    /// `Idempotency-Key` header, and a content type for bodies that have none.
-    func buildRequest(_ job: ClaimedJob) -> Result<HTTPRequest, Refusal> {
+    /// The request for one attempt: stored headers with secrets resolved (each only for a
+    /// destination it is bound to), the `Idempotency-Key` header, and a content type for
+    /// bodies that have none.
+    func buildRequest(_ job: ClaimedJob) -> Result<BuiltRequest, Refusal> {
         guard let url = job.url else { return .failure(Refusal(message: "the job has no url")) }
         var headers: [HTTPHeader] = []
+        var secretValues: [String] = []
         let stored = (try? JSONSerialization.jsonObject(with: Data(job.headersJSON.utf8))) as? [String: Any] ?? [:]
         for name in stored.keys.sorted() {
             if let value = stored[name] as? String {
                 headers.append(HTTPHeader(name: name, value: value))
+                if Redaction.isSensitiveHeader(name) { secretValues.append(value) }
             } else if let reference = stored[name] as? [String: Any], let secretName = reference["secret"] as? String {
-                guard let value = secrets.resolve(secretName) else {
-                    return .failure(Refusal(message: "secret '\(secretName)' for header \(name) is not set (\(SecretResolver.environmentName(for: secretName)) or the secrets directory)", isLocal: true))
+                switch secrets.resolve(secretName, for: url) {
+                case .success(let value):
+                    headers.append(HTTPHeader(name: name, value: value))
+                    secretValues.append(value)
+                case .failure(let refusal):
+                    // A secret this worker lacks, or cannot read the binding of, is its configuration's
+                    // fault (handed back); a secret not bound to this destination is the job's (permanent).
+                    let isLocal: Bool
+                    switch refusal {
+                    case .missing, .badBinding: isLocal = true
+                    case .notBound, .badURL: isLocal = false
+                    }
+                    return .failure(Refusal(message: "header \(name): \(refusal)", isLocal: isLocal))
                 }
-                headers.append(HTTPHeader(name: name, value: value))
             }
+        }
+        // Resolved secrets count too: the stored limit bounds names and secret names only.
+        if let problem = HeaderRules.limitProblem(headers.lazy.map { ($0.name.utf8.count, $0.value.utf8.count) }) {
+            return .failure(Refusal(message: "headers: \(problem) once secrets are resolved"))
         }
         func has(_ name: String) -> Bool { headers.contains { $0.name.caseInsensitiveCompare(name) == .orderedSame } }
         if let key = job.idempotencyKey, !has("Idempotency-Key") {
@@ -78,9 +92,9 @@ public struct HTTPJobHandler: JobHandler {
             let looksLikeJSON = (try? JSONSerialization.jsonObject(with: Data(body.utf8), options: [.fragmentsAllowed])) != nil
             headers.append(HTTPHeader(name: "Content-Type", value: looksLikeJSON ? "application/json" : "text/plain; charset=utf-8"))
         }
-        return .success(HTTPRequest(
+        return .success(BuiltRequest(request: HTTPRequest(
             method: job.method, url: url, headers: headers, body: job.body.map { Array($0.utf8) },
             timeout: .milliseconds(job.timeoutMilliseconds), connectTimeout: .milliseconds(min(job.timeoutMilliseconds, 10_000))
-        ))
+        ), secretValues: secretValues))
     }
 }

@@ -98,7 +98,7 @@ public enum JobworkerCommand {
             option("metrics-addr", value: "HOST:PORT",
                    help: "Serve /metrics (Prometheus), /healthz and /readyz on this address. Off when not set."),
             option("secrets-dir", value: "DIR",
-                   help: "A directory with one file per secret (such as a mounted Kubernetes Secret), for header values written {\"secret\": \"NAME\"}. COURIER_SECRET_NAME variables are checked first."),
+                   help: "A directory with one file per secret (such as a mounted Kubernetes Secret), for header values written {\"secret\": \"NAME\"}. The file NAME.destinations beside a secret lists the destinations it may be sent to (secrets without one are never sent). COURIER_SECRET_NAME and COURIER_SECRET_NAME_DESTINATIONS variables are checked first."),
             option("log-format", value: "FORMAT", help: "One line per event, as logfmt or JSON.",
                    defaultValue: Logger.Format.logfmt.rawValue, allowedValues: names(Logger.Format.self)),
             option("log-level", value: "LEVEL", help: "The least severe level that is logged.",

@@ -32,7 +32,12 @@ import Testing
         ("febf::1", "link-local"),
         ("fec0::1", "site-local"),
         ("ff02::1", "multicast"),
-        ("::ffff:127.0.0.1", "maps to 127.0.0.1"),
+        ("::ffff:127.0.0.1", "IPv4-mapped 127.0.0.1, which is in loopback"),
+        ("::ffff:0:7f00:1", "IPv4-translated 127.0.0.1"),
+        ("::ffff:0:10.0.0.1", "10.0.0.0/8"),
+        ("64:ff9b:1::808:808", "local-use NAT64"),
+        ("64:ff9b:1:ffff::1", "local-use NAT64"),
+        ("2002:a9fe:a9fe::1", "6to4 for 169.254.169.254"),
         ("::ffff:7f00:1", "loopback"),
         ("::FFFF:169.254.169.254", "metadata"),
         ("::ffff:10.0.0.1", "10.0.0.0/8"),
@@ -60,7 +65,7 @@ import Testing
         "93.184.216.34", "8.8.8.8", "1.1.1.1", "172.15.255.255", "172.32.0.1", "100.63.255.255", "100.128.0.1",
         "169.253.255.255", "192.167.1.1", "223.255.255.255", "11.0.0.1", "198.20.0.1",
         "2606:4700:4700::1111", "2001:4860:4860::8888", "::ffff:8.8.8.8", "64:ff9b::808:808", "2002:808:808::1",
-        "fbff::1", "fe7f::1",
+        "fbff::1", "fe7f::1", "64:ff9b:2::1", "::ffff:0:808:808",
     ])
     func allows(ip: String) {
         #expect(AddressPolicy.forbiddenReason(ip: ip) == nil)
@@ -90,5 +95,22 @@ import Testing
         for text in ["", ":", ":::", "1:2", "1.2.3.4.5", "g::1", "::1%", "1.2.3.-4", " 1.2.3.4", "1:2:3:4:5:6:7::8:9"] {
             #expect(IPAddress(text) == nil, "\(text)")
         }
+    }
+}
+
+/// The refusal phrase follows "ADDRESS is" once: the transport and the worker name the address themselves.
+@Suite struct AddressPolicyPhraseTests {
+    @Test(arguments: [
+        ("127.0.0.1", "127.0.0.1 is in loopback 127.0.0.0/8"),
+        ("::ffff:127.0.0.1", "::ffff:127.0.0.1 is IPv4-mapped 127.0.0.1, which is in loopback 127.0.0.0/8"),
+        ("64:ff9b::a00:1", "64:ff9b::a00:1 is NAT64 for 10.0.0.1, which is in the private network 10.0.0.0/8"),
+        ("2002:7f00:1::", "2002:7f00:1:: is 6to4 for 127.0.0.1, which is in loopback 127.0.0.0/8"),
+        ("255.255.255.255", "255.255.255.255 is the broadcast address"),
+    ])
+    func reasonsNameTheAddressOnce(ip: String, reason: String) throws {
+        #expect(AddressPolicy.forbiddenReason(ip: ip) == reason)
+        let phrase = try #require(AddressPolicy.refusalCategory(ip: ip))
+        #expect(reason == "\(try #require(IPAddress(ip))) is \(phrase)")
+        #expect(!phrase.contains(ip), "the phrase must not repeat the address: \(phrase)")
     }
 }

@@ -8,11 +8,13 @@ struct CurlOutcomeClassifierTests {
     private static let summary = HTTPResponseSummary(status: 201, headers: [], bodyPrefix: [1], bodyTruncated: false)
 
     private func classify(
-        _ code: CURLcode, started: Bool = false, refusal: String? = nil, truncated: Bool = false, resend: Bool = false
+        _ code: CURLcode, started: Bool = false, refusal: String? = nil, truncated: Bool = false, resend: Bool = false,
+        sent: Int = 0, received: Int = 0
     ) -> TransportOutcome {
         CurlOutcomeClassifier.outcome(
             code: code,
-            evidence: .init(requestStarted: started, refusal: refusal, bodyTruncated: truncated, resendRefused: resend),
+            evidence: .init(requestStarted: started, refusal: refusal, bodyTruncated: truncated, resendRefused: resend,
+                            requestBytesSent: sent, responseHeaderBytes: received),
             response: { Self.summary }
         )
     }
@@ -75,7 +77,26 @@ struct CurlOutcomeClassifierTests {
     @Test func connectionFailuresBeforeTheRequestStartedAreNotSent() {
         #expect(kind(classify(CURLE_RECV_ERROR, started: false)) == "notSent")
         #expect(kind(classify(CURLE_OUT_OF_MEMORY, started: false)) == "notSent")
-        #expect(kind(classify(CURLE_OUT_OF_MEMORY, started: true)) == "connectionLost")
+        #expect(kind(classify(CURLE_OUT_OF_MEMORY, started: true, sent: 120)) == "connectionLost")
+    }
+
+    /// Issue 18 item 4: a request libcurl could not build (a megabyte header) fails after
+    /// the connection is ready, but nothing was written: refused on this side, never
+    /// "maybe delivered", and no breaker evidence against a healthy destination.
+    @Test func localFailuresWithNothingWrittenAreRefusedNotMaybeSent() {
+        #expect(kind(classify(CURLE_OUT_OF_MEMORY, started: true)) == "blocked")
+        #expect(kind(classify(CURLE_BAD_FUNCTION_ARGUMENT, started: true)) == "blocked")
+        #expect(kind(classify(CURLE_OUT_OF_MEMORY, started: true, received: 40)) == "connectionLost")
+        // A code that is not local keeps "maybe sent" whatever the counters say (HTTP/2 may not count).
+        #expect(kind(classify(CURLE_SEND_ERROR, started: true)) == "connectionLost")
+    }
+
+    /// Issue 18 item 5: UNSUPPORTED_PROTOCOL after the request started is an answer that was
+    /// not HTTP (HTTP/0.9, garbage): maybe delivered, never "refused to send".
+    @Test func unsupportedProtocolAfterStartingIsMaybeDelivered() {
+        #expect(kind(classify(CURLE_UNSUPPORTED_PROTOCOL, started: true, sent: 80, received: 0)) == "connectionLost")
+        #expect(kind(classify(CURLE_UNSUPPORTED_PROTOCOL, started: true)) == "connectionLost")
+        #expect(kind(classify(CURLE_UNSUPPORTED_PROTOCOL, started: false)) == "blocked")
     }
 
     @Test func messagesCarryLibcurlsTextAndCode() {

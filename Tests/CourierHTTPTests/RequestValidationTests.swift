@@ -76,7 +76,7 @@ struct RequestValidationTests {
         #expect(c.maxResponseBodyBytes == 1 << 20)
         #expect(c.allowPrivateNetworks == false)
         #expect(c.userAgent == "courier/0.1")
-        #expect(c.addressGuard("127.0.0.1") == "loopback")
+        #expect(c.addressGuard("127.0.0.1") == "in loopback 127.0.0.0/8")
         #expect(c.addressGuard("8.8.8.8") == nil)
     }
 }

@@ -116,6 +116,13 @@ import Testing
                 "select courier.replay_dead_letters()",
                 "select courier.breaker_force('https://e.com:443', 'open')",
                 "select courier.destination_of('https://e.com')",
+                // 0010: not the breaker functions, not the header check, no table at all.
+                "select courier.breaker_pause('https://e.com:443', 1000)",
+                "select courier.breaker_report('https://e.com:443', 0, 9, 9, 'w', 1, 60000, 1, 0.5, 1000)",
+                "select courier.check_headers('{}')",
+                "select * from courier.breaker_events",
+                "select * from courier.workers",
+                "select * from courier.queue_settings",
             ]
             for statement in denied {
                 #expect(sqlState { _ = try connection.query(PostgresQuery(unsafeSQL: statement)) } == "42501", "\(statement) must be refused")
@@ -153,10 +160,42 @@ import Testing
                 "insert into courier.queue_settings (queue) values ('q')",
                 "truncate courier.jobs",
                 "create table courier.mine (x int)",
+                // 0010: a worker changes breakers only through the breaker functions, so it
+                // cannot force, close or rewrite one (breaker_force is the operators').
+                "update courier.breakers set state = 'closed', forced = false",
+                "insert into courier.breakers (destination, state, forced) values ('https://x.com:443', 'open', true)",
+                "delete from courier.breakers",
+                "insert into courier.breaker_events (destination, from_state, to_state, reason, generation) values ('d', 'open', 'closed', 'forged', 0)",
+                "delete from courier.breaker_events",
             ]
             for statement in denied {
                 #expect(sqlState { _ = try connection.query(PostgresQuery(unsafeSQL: statement)) } == "42501", "\(statement) must be refused")
             }
+        }
+    }
+
+    /// 0010: what a worker may still do with breakers, through the functions only.
+    @Test func theWorkerRoleChangesBreakersOnlyThroughTheFunctions() throws {
+        try CourierTestDatabase.with { (database, admin) throws in
+            let login = try Login.create(memberOf: "courier_worker", database: database)
+            defer { login.drop() }
+            let connection = try login.connect()
+            defer { connection.close() }
+            try BreakersTable.pause(destination: "https://e.com:443", milliseconds: 5000, on: connection)
+            #expect(try admin.query("select not_before > now() from courier.breakers where destination = 'https://e.com:443'")
+                .rows[0].decode(0, as: Bool.self))
+            let state = try connection.query("""
+                select courier.breaker_report('https://f.com:443', 0, 3, 3, 'w', 3, 60000, 20, 0.5, 1000)
+                """).rows[0].decode(0, as: String.self)
+            #expect(state == "open", "evidence still opens a breaker")
+            #expect(try connection.query("select count(*)::bigint from courier.breaker_events").rows[0].decode(0, as: Int.self) == 1,
+                    "and the worker may read the events")
+            // Every breaker function runs as its owner with a fixed search_path.
+            let loose = try admin.query("""
+                select count(*)::bigint from pg_proc where pronamespace = 'courier'::regnamespace and proname like 'breaker\\_%'
+                  and not (prosecdef and array_to_string(proconfig, ',') = 'search_path=pg_catalog, pg_temp')
+                """).rows[0].decode(0, as: Int.self)
+            #expect(loose == 0)
         }
     }
 

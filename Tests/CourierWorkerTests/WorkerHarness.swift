@@ -38,6 +38,11 @@ final class WorkerHarness: @unchecked Sendable {
         server = try FaultServer(defaultBehavior: defaultBehavior)
     }
 
+    /// The worker's secrets: PARTNER_TOKEN, bound to the fault server only.
+    lazy var secretEnvironment: [String: String] = [
+        "COURIER_SECRET_PARTNER_TOKEN": "s3cr3t", "COURIER_SECRET_PARTNER_TOKEN_DESTINATIONS": server.baseURL,
+    ]
+
     /// Starts a worker with fast test timings; `configure` may change anything.
     func start(allowPrivateNetworks: Bool = true, _ configure: (inout WorkerConfiguration) -> Void = { _ in },
                register: (Worker) -> Void = { _ in }) throws {
@@ -57,7 +62,7 @@ final class WorkerHarness: @unchecked Sendable {
         self.transport = transport
         let worker = Worker(
             configuration: configuration,
-            httpHandler: HTTPJobHandler(transport: transport, secrets: SecretResolver(environment: ["COURIER_SECRET_PARTNER_TOKEN": "s3cr3t"], directory: nil)),
+            httpHandler: HTTPJobHandler(transport: transport, secrets: SecretResolver(environment: secretEnvironment, directory: nil)),
             logger: Logger(level: .debug, sink: { [logLines] in logLines.append($0) }))
         register(worker)
         self.worker = worker

@@ -1,0 +1,122 @@
+import CourierCore
+import CourierStore
+import CourierTestSupport
+import CourierWorker
+import Foundation
+import Postgres
+import Testing
+
+/// Issue 18: attacks on a running worker, each performed for real against a worker, the
+/// test database and a loopback server, and each now failing to do harm.
+@Suite struct SecurityAttackTests {
+    /// Item 1: NOTIFY needs no privilege. A role with no Courier grant at all notifies
+    /// `courier_cancel` with a running job's id; the worker reads cancel_requested_at
+    /// instead of trusting the payload, so the job runs on and succeeds.
+    @Test func aForgedCancelNotificationDoesNotAbortARunningJob() async throws {
+        let h = try WorkerHarness()
+        h.server.setBehavior(.slow(delay: .seconds(2), then: .json200), forPath: "/long")
+        try h.start()
+        let id = try h.enqueue("/long")
+        #expect(try await h.waitForRequests(1, path: "/long"))
+
+        let nobody = "ct_nobody_" + String(UInt64.random(in: 0...UInt64.max), radix: 16)
+        try h.db.simpleQuery("create role \(nobody) nologin")
+        defer { try? h.db.simpleQuery("reset role; drop role if exists \(nobody)") }
+        try h.db.simpleQuery("set role \(nobody)")
+        try h.db.simpleQuery("notify courier_cancel, '\(id)'")
+        try h.db.simpleQuery("notify courier_cancel, '\(id),\(id + 1),1'")
+        try h.db.simpleQuery("reset role")
+
+        let record = try await h.waitFor(id, .succeeded)
+        #expect(record.errors.allSatisfy { $0.errorClass != "cancelled" })
+        // A real cancellation, by a role allowed to cancel, still works.
+        h.server.setBehavior(.slow(delay: .seconds(20), then: .json200), forPath: "/long2")
+        let second = try h.enqueue("/long2")
+        #expect(try await h.waitForRequests(1, path: "/long2"))
+        #expect(try JobsTable.cancel(ids: [second], on: h.db).first?.outcome == .cancelRequested)
+        #expect(try await h.waitFor(second, .dead).deadReason == "cancelled")
+        await h.close()
+    }
+
+    /// Item 2: a 2xx HTML page echoes the credential across the 64-byte excerpt cut, with
+    /// a quote, a backslash and non-ASCII bytes in it. Nothing of it reaches the dead
+    /// letter or the logs.
+    @Test func anEchoedSecretNeverReachesExcerptsOrLogs() async throws {
+        let h = try WorkerHarness()
+        let secret = #"Bearer tok"en\ü-9f8e7d6c5b4a"#
+        h.secretEnvironment["COURIER_SECRET_ECHO"] = secret
+        h.secretEnvironment["COURIER_SECRET_ECHO_DESTINATIONS"] = h.server.baseURL
+        // The secret starts at byte 50, so a 64-byte cut falls inside it.
+        let page = String(repeating: "x", count: 50) + secret + " and the literal Cookie: sid=cookie-value-12345"
+        h.server.setBehavior(.respond(status: 200, headers: [("Content-Type", "text/html")], body: page), forPath: "/echo")
+        try h.start()
+        let id = try h.enqueue("/echo") {
+            $0.headers = [("Authorization", .secret(name: "echo")), ("Cookie", .literal("sid=cookie-value-12345"))]
+            $0.expectContentType = "application/json"
+        }
+        let dead = try await h.waitFor(id, .dead)
+        #expect(dead.deadReason == "invalid_response")
+        #expect(h.server.requests.first?.header("Authorization") == secret, "the secret was sent")
+        let message = try #require(dead.errors.last?.message)
+        #expect(message.contains(Redaction.placeholder), "\(message)")
+        let stored = try h.db.query("select errors::text from courier.dead_letters where job_id = \(id)").rows[0].decode(0, as: String.self)
+        for text in [message, stored, h.logLines.all.joined(separator: "\n")] {
+            for fragment in ["tok", "9f8e7d6c", "cookie-value", #"tok\"en"#, #"\xC3\xBC-9f"#] {
+                #expect(!text.contains(fragment), "\(fragment) leaked into: \(text)")
+            }
+        }
+        await h.close()
+    }
+
+    /// Item 3: an enqueuer points a job that references PARTNER_TOKEN at a server of their
+    /// own. The secret is bound to the partner only: the job fails clearly and sends nothing.
+    @Test func aSecretIsNeverSentToADestinationItIsNotBoundTo() async throws {
+        let h = try WorkerHarness()
+        let attacker = try FaultServer()
+        defer { attacker.stop() }
+        // Bound to the harness's server only; a second secret with no binding at all.
+        h.secretEnvironment["COURIER_SECRET_UNBOUND"] = "unbound-value-123"
+        try h.start()
+        let stolen = try JobsTable.enqueue({
+            var request = EnqueueRequest(url: attacker.baseURL + "/steal")
+            request.headers = [("Authorization", .secret(name: "PARTNER_TOKEN"))]
+            return request
+        }(), on: h.db)
+        let unbound = try h.enqueue("/unbound") { $0.headers = [("Authorization", .secret(name: "unbound"))] }
+        let good = try h.enqueue("/partner") { $0.headers = [("Authorization", .secret(name: "PARTNER_TOKEN"))] }
+
+        let deadStolen = try await h.waitFor(stolen, .dead)
+        #expect(deadStolen.deadReason == "permanent")
+        let message = try #require(deadStolen.errors.last?.message)
+        #expect(message.contains("may not be sent to \(attacker.baseURL)"), "\(message)")
+        #expect(message.contains("COURIER_SECRET_PARTNER_TOKEN_DESTINATIONS"), "\(message)")
+        #expect(attacker.requestCount() == 0 && attacker.connectionCount == 0, "nothing was sent to the attacker")
+
+        #expect(try await h.waitFor(unbound, .dead).deadReason == "permanent", "a secret with no binding goes nowhere")
+        #expect(h.server.requestCount(path: "/unbound") == 0)
+
+        _ = try await h.waitFor(good, .succeeded)
+        #expect(h.server.requests.first { $0.path == "/partner" }?.header("Authorization") == "s3cr3t")
+        await h.close()
+    }
+
+    /// Items 4 and 6: headers that passed no door (written straight into the table by a
+    /// privileged role, before 0010 existed) are still bounded at send time once secrets
+    /// are resolved: the job is refused without a request and the breaker hears nothing.
+    @Test func aResolvedSecretThatBreaksTheHeaderLimitIsNotSent() async throws {
+        let h = try WorkerHarness()
+        h.secretEnvironment["COURIER_SECRET_HUGE"] = String(repeating: "h", count: HeaderRules.maximumTotalBytes + 1)
+        h.secretEnvironment["COURIER_SECRET_HUGE_DESTINATIONS"] = h.server.baseURL
+        try h.start()
+        let id = try h.enqueue("/huge") {
+            $0.headers = [("X-Huge", .secret(name: "huge"))]
+            $0.idempotencyKey = .none
+        }
+        let dead = try await h.waitFor(id, .dead)
+        #expect(dead.deadReason == "permanent", "not ambiguous: nothing was sent")
+        #expect(dead.errors.last?.message.contains("once secrets are resolved") == true, "\(dead.errors.map(\.message))")
+        #expect(h.server.requestCount(path: "/huge") == 0)
+        #expect(try h.db.query("select count(*)::bigint from courier.breakers where state <> 'closed'").rows[0].decode(0, as: Int.self) == 0)
+        await h.close()
+    }
+}
