@@ -4,12 +4,15 @@ import PackageDescription
 // Courier: a PostgreSQL-backed job queue for outbound network work.
 // Module graph (each arrow is a dependency):
 //   CLibPQ <- Postgres <- CourierStore <- CourierWorker <- jobworker
+//   CCurl  <- CourierHTTP ----------------^  ^  ^
+//   CourierHTTPServer (HTTP/1.1 server, router, Prometheus text) -+  |
+//   CourierCLI (argument parsing) -----------------------------------+ (JobworkerCommand)
+//   CourierCLI, CourierStore <- CourierControl <- jobctl
 //   (CourierStore is the only door to PostgreSQL: nothing above it imports Postgres;
 //    CourierControl still does, see the runtime issue's note)
-//   CCurl  <- CourierHTTP ----------------^
-//   CourierCore (pure domain, no I/O) <- CourierStore, CourierHTTP, CourierWorker
 //   CCrypto (libcrypto) <- CourierSigning (Standard Webhooks signatures) <- CourierWorker
-//   CourierCLI (argument parsing) <- CourierControl <- jobctl
+//   CourierCore (pure domain, no I/O: the one duration and timestamp grammar, queue-name
+//     rule, idempotent methods, breaker machine) <- every module above Postgres
 let package = Package(
     name: "Courier",
     platforms: [.macOS(.v14)],
@@ -44,8 +47,9 @@ let package = Package(
             dependencies: ["Postgres", "CourierCore"],
             resources: [.embedInCode("Migrations")]
         ),
-        .target(name: "CourierWorker", dependencies: ["CourierStore", "CourierHTTP", "CourierCore", "CourierSigning"]),
-        .target(name: "CourierCLI"),
+        .target(name: "CourierHTTPServer", dependencies: ["CourierCore"]),
+        .target(name: "CourierWorker", dependencies: ["CourierStore", "CourierHTTP", "CourierHTTPServer", "CourierCore", "CourierCLI", "CourierSigning"]),
+        .target(name: "CourierCLI", dependencies: ["CourierCore"]),
         .target(name: "CourierControl", dependencies: ["CourierCLI", "CourierStore", "CourierCore", "Postgres"]),
         .executableTarget(name: "jobctl", dependencies: ["CourierControl"]),
         .executableTarget(name: "jobworker", dependencies: ["CourierWorker", "CourierStore", "CourierCLI"]),
@@ -58,8 +62,9 @@ let package = Package(
         .testTarget(name: "CourierSigningTests", dependencies: ["CourierSigning"]),
         .testTarget(name: "CourierHTTPTests", dependencies: ["CourierHTTP", "CourierTestSupport"]),
         .testTarget(name: "CourierStoreTests", dependencies: ["CourierStore", "CourierTestSupport"]),
-        .testTarget(name: "CourierCLITests", dependencies: ["CourierCLI"], exclude: ["Golden"]),
-        .testTarget(name: "CourierWorkerTests", dependencies: ["CourierWorker", "CourierTestSupport"], exclude: ["Receivers"]),
+        .testTarget(name: "CourierCLITests", dependencies: ["CourierCLI", "CourierCore"]),
+        .testTarget(name: "CourierHTTPServerTests", dependencies: ["CourierHTTPServer", "CourierCore"]),
+        .testTarget(name: "CourierWorkerTests", dependencies: ["CourierWorker", "CourierHTTPServer", "CourierCLI", "CourierTestSupport"], exclude: ["Golden", "Receivers"]),
         .testTarget(name: "CourierControlTests", dependencies: ["CourierControl", "CourierTestSupport"], exclude: ["Golden"]),
     ]
 )

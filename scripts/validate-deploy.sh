@@ -82,7 +82,7 @@ def source(path):
     with open(os.path.join(ROOT, path), encoding="utf-8") as f:
         return f.read()
 
-command_swift = source("Sources/CourierCLI/JobworkerCommand.swift")
+command_swift = source("Sources/CourierWorker/JobworkerCommand.swift")
 flags = set(re.findall(r'option\("([a-z][a-z0-9-]*)"', command_swift)) | set(re.findall(r'\.flag\("([a-z][a-z0-9-]*)"', command_swift))
 known_env = {"COURIER_" + f.upper().replace("-", "_") for f in flags} | {"DATABASE_URL"}
 metrics_swift = source("Sources/CourierWorker/PrometheusText+Worker.swift")

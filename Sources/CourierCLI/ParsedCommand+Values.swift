@@ -1,3 +1,4 @@
+import CourierCore
 import Foundation
 
 /// Typed access to argument values. Each getter returns nil (or an empty array)
@@ -29,20 +30,36 @@ extension ParsedCommand {
         return number
     }
 
-    /// The value as a duration (`250ms`, `30s`, `5m`, `2h`, `1h30m`, `7d`), at
-    /// least `minimum` and, when given, at most `maximum`.
+    /// The value as a duration in Courier's one grammar (``DurationParser``: `250ms`,
+    /// `1.5s`, `5m`, `1h30m`, `7d`), at least `minimum` and, when given, at most `maximum`.
     public func duration(_ name: String, minimum: Duration = .zero, maximum: Duration? = nil) throws(UsageError) -> Duration? {
         guard let text = value(name) else { return nil }
-        guard let duration = DurationText.parse(text) else {
+        let duration: Duration
+        switch DurationParser.read(text) {
+        case .success(let value): duration = value
+        case .failure(.tooLarge):
+            throw invalid(name, "expected a duration of at most \(DurationParser.format(maximum ?? DurationParser.maximum)), got '\(text)'")
+        case .failure:
             throw invalid(name, "expected a duration like 250ms, 30s, 5m, 2h or 1h30m, got '\(text)'")
         }
         if duration < minimum {
-            throw invalid(name, "expected a duration of at least \(DurationText.format(minimum)), got '\(text)'")
+            throw invalid(name, "expected a duration of at least \(DurationParser.format(minimum)), got '\(text)'")
         }
         if let maximum, duration > maximum {
-            throw invalid(name, "expected a duration of at most \(DurationText.format(maximum)), got '\(text)'")
+            throw invalid(name, "expected a duration of at most \(DurationParser.format(maximum)), got '\(text)'")
         }
         return duration
+    }
+
+    /// `now` plus the duration of option `name` (`--in 5m`), which must land within
+    /// ``Timestamp/range``; nil when the option is absent.
+    public func dateAfter(_ name: String, now: Date) throws(UsageError) -> Date? {
+        guard let offset = try duration(name) else { return nil }
+        do {
+            return try Timestamp.checked(now.adding(offset), field: "--" + name, text: value(name))
+        } catch {
+            throw invalid(name, error.message)
+        }
     }
 
     /// The value as a rate: `20/s`, `300/m`, `1000/h`, or a bare number per second.
@@ -85,27 +102,20 @@ extension ParsedCommand {
         return result
     }
 
-    /// The value as a point in time: an RFC 3339 time (`2024-05-01T12:00:00Z`,
-    /// fractional seconds and offsets allowed, a space may replace the `T`; see
-    /// ``TimestampText``), a date (`2024-05-01`, midnight UTC), `now`, or a
+    /// The value as a point in time, in Courier's one grammar (``Timestamp``): an RFC
+    /// 3339 time (`2024-05-01T12:00:00Z`, fractional seconds and offsets allowed, a
+    /// space may replace the `T`), a date (`2024-05-01`, midnight UTC), `now`, or a
     /// signed offset from `now` (`-2h`, `+30m`).
     public func timestamp(_ name: String, now: Date) throws(UsageError) -> Date? {
         guard let text = value(name) else { return nil }
-        guard let date = Self.parseTimestamp(text, now: now) else {
-            throw invalid(name, "expected a time like 2024-05-01T12:00:00Z, a date like 2024-05-01, 'now', or an offset like -2h or +30m, got '\(text)'")
+        do {
+            return try Timestamp.parse(text, field: name, relativeTo: now)
+        } catch {
+            if case .failure(.malformed) = Timestamp.read(text), !text.hasPrefix("+"), !text.hasPrefix("-"), text != "now" {
+                throw invalid(name, "expected a time like 2024-05-01T12:00:00Z, a date like 2024-05-01, 'now', or an offset like -2h or +30m, got '\(text)'")
+            }
+            throw invalid(name, error.message)
         }
-        return date
-    }
-
-    static func parseTimestamp(_ text: String, now: Date) -> Date? {
-        if text == "now" { return now }
-        if let sign = text.first, sign == "+" || sign == "-" {
-            guard let offset = DurationText.parse(String(text.dropFirst())) else { return nil }
-            let components = offset.components
-            let seconds = Double(components.seconds) + Double(components.attoseconds) / 1e18
-            return now.addingTimeInterval(sign == "+" ? seconds : -seconds)
-        }
-        return TimestampText.parse(text)
     }
 
     private func parseInt(_ name: String, _ text: String, range: ClosedRange<Int>?) throws(UsageError) -> Int {

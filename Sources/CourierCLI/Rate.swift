@@ -1,3 +1,5 @@
+import CourierCore
+
 /// A pace such as `20/s`, `300/m`, `1000/h` or `5/10s`. A bare number (`20`)
 /// means per second.
 public struct Rate: Sendable, Equatable, CustomStringConvertible {
@@ -31,7 +33,7 @@ public struct Rate: Sendable, Equatable, CustomStringConvertible {
             if let first = unit.unicodeScalars.first, !(48...57).contains(first.value) {
                 unit = "1" + unit
             }
-            guard let parsed = DurationText.parse(unit) else { return nil }
+            guard case .success(let parsed) = DurationParser.read(unit) else { return nil }
             interval = parsed
         }
         return Rate(count: count, per: interval)
@@ -40,7 +42,7 @@ public struct Rate: Sendable, Equatable, CustomStringConvertible {
     /// `20/s`, or `5/10s` for other intervals.
     public var description: String {
         let countText = count == count.rounded() && abs(count) < 1e15 ? String(Int64(count)) : String(count)
-        let intervalText = DurationText.format(interval)
+        let intervalText = DurationParser.format(interval)
         if intervalText == "1s" { return "\(countText)/s" }
         if intervalText == "1m" { return "\(countText)/m" }
         if intervalText == "1h" { return "\(countText)/h" }

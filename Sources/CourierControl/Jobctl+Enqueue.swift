@@ -63,12 +63,12 @@ extension Jobctl {
         if let priority = try command.int("priority") { request.priority = priority }
         if let now, declares("run-at") {
             if let runAt = try command.timestamp("run-at", now: now) { request.runAt = runAt }
-            if let delay = try command.duration("in") { request.runAt = now.addingTimeInterval(delay.timeInterval) }
+            if let runAt = try command.dateAfter("in", now: now) { request.runAt = runAt }
         }
         if let attempts = try command.int("max-attempts") { request.maxAttempts = attempts }
         if let now, declares("deadline") {
             if let deadline = try command.timestamp("deadline", now: now) { request.deadline = deadline }
-            if let within = try command.duration("within") { request.deadline = now.addingTimeInterval(within.timeInterval) }
+            if let deadline = try command.dateAfter("within", now: now) { request.deadline = deadline }
         }
         if declares("idempotency-key") {
             if command.flag("no-idempotency-key") {

@@ -53,7 +53,7 @@ extension Jobctl {
 
     private static func queueArgument(_ command: ParsedCommand) throws -> String {
         guard let queue = command.positionals("queue").first, QueueSettingsTable.isValidQueueName(queue) else {
-            throw ControlError.badInput("error: QUEUE: must be 1 to 64 characters of letters, digits, _ . : -")
+            throw ControlError.badInput("error: QUEUE: must be \(QueueName.rule)")
         }
         return queue
     }

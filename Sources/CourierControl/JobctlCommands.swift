@@ -1,4 +1,5 @@
 import CourierCLI
+import CourierCore
 import CourierStore
 
 /// The declaration of every `jobctl` command and flag. Parsing, validation and
@@ -46,12 +47,9 @@ public enum JobctlCommands {
         Durations are written 250ms, 30s, 5m, 2h or 1h30m.
         """
 
-    static let reasons = ["permanent", "invalid_response", "exhausted", "deadline", "ambiguous", "cancelled"]
+    static let reasons = DeadLetterReason.allCases.map(\.rawValue)
 
-    static let errorClasses = [
-        "transport", "timeout", "connection_lost", "server", "throttled", "client",
-        "invalid_response", "lease_expired", "cancelled",
-    ]
+    static let errorClasses = ErrorClass.allCases.map(\.rawValue)
 
     /// The dead-letter filters shared by `dead list` and `dead replay`.
     static let deadLetterFilters: [ArgumentSpec] = [
@@ -170,7 +168,7 @@ public enum JobctlCommands {
         name: "list",
         abstract: "List jobs that are waiting or running.",
         arguments: [
-            .option("state", value: "STATE", help: "Only jobs in this state.", allowedValues: ["available", "running"]),
+            .option("state", value: "STATE", help: "Only jobs in this state.", allowedValues: JobState.allCases.map(\.rawValue)),
             .option("queue", value: "QUEUE", help: "Only jobs on this queue."),
             .option("destination", value: "DEST", help: "Only jobs for this destination (scheme://host:port)."),
             .option("limit", short: "n", value: "N", help: "Show at most N jobs.", defaultValue: "50"),
@@ -386,13 +384,13 @@ public enum JobctlCommands {
                 arguments: [
                     queueName,
                     .option("backoff", value: "STRATEGY", help: "How the delay between attempts grows.",
-                            allowedValues: ["exponential", "linear", "constant"]),
+                            allowedValues: BackoffPolicy.Strategy.allCases.map(\.rawValue)),
                     .option("backoff-base", value: "DURATION",
                             help: "The delay before the first retry, and the step of linear backoff (at most 24h)."),
                     .option("backoff-cap", value: "DURATION", help: "The longest delay between attempts (at most 7 days)."),
                     .option("backoff-multiplier", value: "X", help: "The growth factor of exponential backoff, 1 to 100."),
                     .option("jitter", value: "MODE", help: "How retry delays are randomized.",
-                            allowedValues: ["full", "equal", "decorrelated", "none"]),
+                            allowedValues: BackoffPolicy.Jitter.allCases.map(\.rawValue)),
                     .option("retry-after-cap", value: "DURATION",
                             help: "The longest wait a destination's Retry-After can impose (at most 7 days)."),
                     json,

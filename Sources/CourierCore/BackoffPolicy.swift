@@ -18,26 +18,28 @@ import Foundation
 /// The result is never negative and never exceeds `cap`.
 public struct BackoffPolicy: Sendable, Equatable {
     /// How the nominal delay grows with the attempt number.
+    /// The declaration order is the order help and errors list the values in.
     public enum Strategy: String, Sendable, CaseIterable, Codable {
-        case constant, linear, exponential
+        case exponential, linear, constant
 
         /// Parses a flag value, naming `field` on error.
         public static func parse(_ text: String, field: String = "--backoff") throws(ValidationError) -> Strategy {
             guard let value = Strategy(rawValue: text.asciiLowercased) else {
-                throw ValidationError(field: field, message: "unknown backoff \(Quoting.quote(text)); expected exponential, linear or constant")
+                throw ValidationError(field: field, message: "unknown backoff \(Quoting.quote(text)); expected one of \(allCases.map(\.rawValue).joined(separator: ", "))")
             }
             return value
         }
     }
 
     /// How randomness spreads the delay.
+    /// The declaration order is the order help and errors list the values in.
     public enum Jitter: String, Sendable, CaseIterable, Codable {
         case full, equal, decorrelated, none
 
         /// Parses a flag value, naming `field` on error.
         public static func parse(_ text: String, field: String = "--jitter") throws(ValidationError) -> Jitter {
             guard let value = Jitter(rawValue: text.asciiLowercased) else {
-                throw ValidationError(field: field, message: "unknown jitter \(Quoting.quote(text)); expected full, equal, decorrelated or none")
+                throw ValidationError(field: field, message: "unknown jitter \(Quoting.quote(text)); expected one of \(allCases.map(\.rawValue).joined(separator: ", "))")
             }
             return value
         }

@@ -7,7 +7,7 @@ import Foundation
 ///
 /// - **closed**: traffic flows. Outcomes are counted: consecutive failures and
 ///   a fixed window of `policy.window` (it restarts when an outcome arrives
-///   after it ended). ``BreakerPolicy/tripReason(consecutiveFailures:successes:failures:)``
+///   after it ended). A trip opens the breaker for the base `policy.cooldown`. ``BreakerPolicy/tripReason(consecutiveFailures:successes:failures:)``
 ///   decides when it opens.
 /// - **open(until:cooldown:)**: no traffic. After `until`, exactly one caller of
 ///   ``tryAcquireProbe(now:)`` gets a probe and the state becomes half-open.
@@ -105,7 +105,8 @@ public struct BreakerStateMachine: Sendable, Equatable {
     /// Adds a batch of evidence (one worker's flush). Ignored unless closed.
     public mutating func apply(_ evidence: BreakerEvidence, now: Date, using rng: inout some RandomNumberGenerator) -> BreakerAction {
         guard state == .closed, !evidence.isEmpty else { return .none }
-        if now >= windowStart.adding(policy.window) {
+        // As courier.breaker_report: the window restarts only once it has fully passed.
+        if now > windowStart.adding(policy.window) {
             windowStart = now
             windowSuccesses = 0
             windowFailures = 0
@@ -118,6 +119,9 @@ public struct BreakerStateMachine: Sendable, Equatable {
         guard let reason = policy.tripReason(
             consecutiveFailures: consecutiveFailures, successes: windowSuccesses, failures: windowFailures)
         else { return .none }
+        // As courier.breaker_report: a trip from closed opens for the base cooldown
+        // (only failed probes escalate it).
+        cooldown = policy.cooldown
         return open(reason: reason, cooldown: cooldown, now: now, using: &rng)
     }
 
@@ -134,7 +138,8 @@ public struct BreakerStateMachine: Sendable, Equatable {
             guard !forcedOpen, now >= until else { return nil }
             reason = .cooldownElapsed
         case .halfOpen(let probeUntil, _):
-            guard now >= probeUntil else { return nil }
+            // As courier.breaker_try_probe: the lease must have passed, not just be reached.
+            guard now > probeUntil else { return nil }
             reason = .probeLeaseExpired
         }
         let transition = BreakerTransition(from: state.name, to: .halfOpen, reason: reason, at: now)
@@ -174,8 +179,8 @@ public struct BreakerStateMachine: Sendable, Equatable {
         return .transitioned(BreakerTransition(from: from, to: .open, reason: .operatorOpen, at: now))
     }
 
-    /// Closes the breaker and clears its counts; the escalated cooldown is kept,
-    /// so a destination that keeps failing still backs off further.
+    /// Closes the breaker and clears its counts. (The next trip opens for the base
+    /// cooldown, as the fleet's SQL breaker does.)
     public mutating func forceClose(now: Date) -> BreakerAction {
         close(reason: .operatorClose, now: now)
     }

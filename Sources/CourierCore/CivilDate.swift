@@ -1,5 +1,5 @@
-/// Proleptic Gregorian calendar arithmetic for the timestamp parsers that read dates by
-/// hand (HTTP dates in `Retry-After`, ISO 8601 times in NDJSON lines).
+/// Proleptic Gregorian calendar arithmetic for the timestamp readers that work by hand
+/// (HTTP dates in `Retry-After`, ``Timestamp``).
 public enum CivilDate {
     /// Days in `month` (1...12) of `year`.
     public static func daysIn(month: Int, year: Int) -> Int {

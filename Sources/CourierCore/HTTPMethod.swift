@@ -32,13 +32,16 @@ public struct HTTPMethod: Sendable, Hashable, RawRepresentable, CustomStringConv
         return HTTPMethod(rawValue: text.asciiUppercased)
     }
 
-    /// Whether repeating the method is safe by definition (RFC 9110 §9.2.2):
-    /// GET, HEAD, OPTIONS, PUT, DELETE and TRACE. Case-insensitive.
+    /// The methods that are idempotent by definition (RFC 9110 §9.2.2). The one list:
+    /// the worker's retry decisions and the store's lease rescue (which binds it into its
+    /// SQL) both read it.
+    public static let idempotent: [HTTPMethod] = [.get, .head, .options, .put, .delete, .trace]
+
+    /// Whether repeating the method is safe by definition (one of ``idempotent``).
+    /// Case-insensitive.
     public static func isIdempotent(_ method: String) -> Bool {
-        switch method.asciiUppercased {
-        case "GET", "HEAD", "OPTIONS", "PUT", "DELETE", "TRACE": true
-        default: false
-        }
+        let upper = method.asciiUppercased
+        return idempotent.contains { $0.rawValue == upper }
     }
 
     /// Whether this method is idempotent (see ``isIdempotent(_:)``).

@@ -131,74 +131,9 @@ extension EnqueueRequest {
 
     private static func optionalTime(_ value: JSONLineReader.Value, field: String) throws(ValidationError) -> Date? {
         if case .null = value { return nil }
-        guard case .string(let text) = value, let date = Timestamp.parse(text) else {
-            throw ValidationError(field: field, message: "must be an ISO 8601 time such as 2026-11-29T20:00:00Z")
+        guard case .string(let text) = value else {
+            throw ValidationError(field: field, message: "must be a string holding an RFC 3339 time such as 2030-01-01T10:00:00Z")
         }
-        return date
-    }
-}
-
-/// ISO 8601 times as users write them: `2026-11-29T20:00:00Z`, with fractional
-/// seconds or a numeric offset.
-public enum Timestamp {
-    public static func parse(_ text: String) -> Date? {
-        // The usual spelling is read by hand: Foundation's ISO 8601 parser (and trimming
-        // through NSString) was a quarter of a bulk load's client time when every line
-        // had a run_at and a deadline.
-        if let date = parseCommonForm(text) { return date }
-        let trimmed = text.trimmingCharacters(in: .whitespaces)
-        if let date = try? Date(trimmed, strategy: Date.ISO8601FormatStyle(includingFractionalSeconds: true)) { return date }
-        return try? Date(trimmed, strategy: Date.ISO8601FormatStyle())
-    }
-
-    /// `YYYY-MM-DDTHH:MM:SS`, optional fraction, then `Z` or `±HH:MM`; nil for anything
-    /// else (which the caller gives to Foundation). Dates and times are range-checked.
-    static func parseCommonForm(_ text: String) -> Date? {
-        let b = Array(text.utf8)
-        guard b.count >= 20, b[4] == UInt8(ascii: "-"), b[7] == UInt8(ascii: "-"), b[10] == UInt8(ascii: "T"),
-              b[13] == UInt8(ascii: ":"), b[16] == UInt8(ascii: ":") else { return nil }
-        func number(_ range: Range<Int>) -> Int? {
-            var value = 0
-            for index in range {
-                guard b[index] >= UInt8(ascii: "0"), b[index] <= UInt8(ascii: "9") else { return nil }
-                value = value * 10 + Int(b[index] - UInt8(ascii: "0"))
-            }
-            return value
-        }
-        guard let year = number(0..<4), let month = number(5..<7), let day = number(8..<10),
-              let hour = number(11..<13), let minute = number(14..<16), let second = number(17..<19),
-              (1...12).contains(month), day >= 1, day <= CivilDate.daysIn(month: month, year: year),
-              hour <= 23, minute <= 59, second <= 59 else { return nil }
-        var index = 19
-        var fraction = 0.0
-        if b[index] == UInt8(ascii: ".") {
-            index += 1
-            var scale = 0.1
-            let start = index
-            while index < b.count, b[index] >= UInt8(ascii: "0"), b[index] <= UInt8(ascii: "9") {
-                fraction += Double(b[index] - UInt8(ascii: "0")) * scale
-                scale /= 10
-                index += 1
-            }
-            guard index > start else { return nil }
-        }
-        var offsetSeconds = 0
-        if index == b.count - 1, b[index] == UInt8(ascii: "Z") || b[index] == UInt8(ascii: "z") {
-            offsetSeconds = 0
-        } else if index == b.count - 6, b[index] == UInt8(ascii: "+") || b[index] == UInt8(ascii: "-"),
-                  b[index + 3] == UInt8(ascii: ":"), let hours = number((index + 1)..<(index + 3)),
-                  let minutes = number((index + 4)..<(index + 6)), hours <= 23, minutes <= 59 {
-            offsetSeconds = (hours * 3600 + minutes * 60) * (b[index] == UInt8(ascii: "-") ? -1 : 1)
-        } else {
-            return nil
-        }
-        let days = CivilDate.daysSinceEpoch(year: year, month: month, day: day)
-        let seconds = days * 86_400 + hour * 3600 + minute * 60 + second - offsetSeconds
-        return Date(timeIntervalSince1970: Double(seconds) + fraction)
-    }
-
-    /// `2026-11-29T20:00:00.123Z`, always UTC.
-    public static func format(_ date: Date) -> String {
-        date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
+        return try Timestamp.parse(text, field: field)
     }
 }

@@ -19,8 +19,8 @@ extension EnqueueRequest {
                 throw ValidationError(field: "body", message: "contains a NUL character (\\u0000), which PostgreSQL text cannot hold")
             }
         }
-        if !Self.isQueueName(queue) {
-            throw ValidationError(field: "queue", message: "must be 1 to 64 characters of letters, digits, _ . : -")
+        if !QueueName.isValid(queue) {
+            throw ValidationError(field: "queue", message: "must be \(QueueName.rule)")
         }
         if !(-32768...32767).contains(priority) {
             throw ValidationError(field: "priority", message: "must be between -32768 and 32767")
@@ -28,6 +28,9 @@ extension EnqueueRequest {
         if !(1...1000).contains(maxAttempts) {
             throw ValidationError(field: "max_attempts", message: "must be between 1 and 1000")
         }
+        // The same range as every other door (flags, NDJSON): never `infinity` or year 10000.
+        if let runAt { _ = try Timestamp.checked(runAt, field: "run_at") }
+        if let deadline { _ = try Timestamp.checked(deadline, field: "deadline") }
         if let deadline, deadline <= max(now, runAt ?? now) {
             throw ValidationError(field: "deadline", message: "must be later than now and than run_at")
         }
@@ -108,11 +111,6 @@ extension EnqueueRequest {
     /// `^[A-Za-z0-9_.-]{1,128}$`
     static func isSecretName(_ text: String) -> Bool {
         (1...128).contains(text.utf8.count) && text.utf8.allSatisfy { isLetterOrDigit($0) || "_.-".utf8.contains($0) }
-    }
-
-    /// `^[A-Za-z0-9_.:-]{1,64}$`
-    static func isQueueName(_ text: String) -> Bool {
-        (1...64).contains(text.utf8.count) && text.utf8.allSatisfy { isLetterOrDigit($0) || "_.:-".utf8.contains($0) }
     }
 
     /// `^[A-Za-z0-9!#$&^_.+-]+/[A-Za-z0-9!#$&^_.+*-]+$`

@@ -235,6 +235,9 @@ extension JobsTable {
         }
     }
 
+    /// ``HTTPMethod/idempotent``, bound into the rescue statement so SQL and Swift share one list.
+    static let idempotentMethodNames = HTTPMethod.idempotent.map(\.rawValue)
+
     /// Recovers jobs whose lease expired (their worker died or hung). The lost attempt
     /// counts, recorded as `lease_expired`; since the request may have been delivered, a
     /// job is put back only if it is safe to repeat (idempotent method or an idempotency
@@ -255,7 +258,7 @@ extension JobsTable {
                 ),
                 judged as (
                     select j.id,
-                           case when j.method not in ('GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE', 'TRACE')
+                           case when j.method <> all(\(Self.idempotentMethodNames)::text[])
                                      and j.idempotency_key is null then 'ambiguous'
                                 when j.attempt >= j.max_attempts then 'exhausted'
                            end as verdict,

@@ -1,3 +1,4 @@
+import CourierCore
 import Foundation
 import Postgres
 
@@ -76,7 +77,7 @@ public enum QueueSettingsTable {
     }
 
     /// Whether `name` is a valid queue name (the rule of `courier.jobs.queue`).
-    public static func isValidQueueName(_ name: String) -> Bool { EnqueueRequest.isQueueName(name) }
+    public static func isValidQueueName(_ name: String) -> Bool { QueueName.isValid(name) }
 
     private static func settings(_ row: PostgresRow) throws -> Settings {
         Settings(queue: try row.decode(0, as: String.self), backoff: try row.decode(1, as: String?.self),

@@ -116,7 +116,7 @@ public struct ScheduleTemplate: Sendable, Equatable {
             job.args = String(decoding: data, as: UTF8.self)
         }
         if let queue = try string("queue") {
-            guard EnqueueRequest.isQueueName(queue) else {
+            guard QueueName.isValid(queue) else {
                 throw ValidationError(field: "queue", message: "must be 1 to 64 characters of letters, digits, _ . : -")
             }
             job.queue = queue

@@ -4,8 +4,8 @@ import Foundation
 /// One line per event, logfmt (default) or JSON, written to standard error.
 /// Values are written as given: callers never pass header values or bodies.
 public final class Logger: @unchecked Sendable {
-    public enum Format: String, Sendable { case logfmt, json }
-    public enum Level: Int, Sendable, Comparable {
+    public enum Format: String, Sendable, CaseIterable { case logfmt, json }
+    public enum Level: Int, Sendable, Comparable, CaseIterable {
         case debug = 0, info, warning, error
         public static func < (a: Level, b: Level) -> Bool { a.rawValue < b.rawValue }
         var name: String { ["debug", "info", "warn", "error"][rawValue] }
@@ -55,7 +55,7 @@ public final class Logger: @unchecked Sendable {
 
     public func log(_ level: Level, _ message: String, _ fields: [(String, any Sendable)]) {
         guard level >= minimum else { return }
-        let time = Date().formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
+        let time = Timestamp.format(Date())
         var all: [(String, String)] = [("time", time), ("level", level.name), ("msg", message)]
         all += context
         all += fields.map { ($0.0, "\($0.1)") }

@@ -1,4 +1,5 @@
 import CourierCore
+import CourierHTTPServer
 import Foundation
 
 extension PrometheusText {

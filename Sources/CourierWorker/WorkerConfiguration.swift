@@ -59,15 +59,15 @@ public struct WorkerConfiguration: Sendable {
     /// Checks values that flags cannot check alone; errors name the flag.
     public func validate() throws(ValidationError) {
         if queues.isEmpty { throw ValidationError(field: "--queues", message: "needs at least one queue") }
-        for queue in queues where queue.range(of: #"^[A-Za-z0-9_.:-]{1,64}$"#, options: .regularExpression) == nil {
-            throw ValidationError(field: "--queues", message: "'\(queue)' is not a valid queue name")
+        for queue in queues { try QueueName.validate(queue, field: "--queues") }
+        if !Bounds.concurrency.contains(concurrency) {
+            throw ValidationError(field: "--concurrency", message: "must be between \(Bounds.concurrency.lowerBound) and \(Bounds.concurrency.upperBound)")
         }
-        if !(1...10_000).contains(concurrency) {
-            throw ValidationError(field: "--concurrency", message: "must be between 1 and 10000")
-        }
-        if lease < .seconds(1) { throw ValidationError(field: "--lease", message: "must be at least 1s") }
+        if lease < Bounds.minimumLease { throw ValidationError(field: "--lease", message: "must be at least \(Bounds.minimumLease.formatted)") }
         if shutdownGrace < .zero { throw ValidationError(field: "--shutdown-grace", message: "must not be negative") }
-        if pollInterval < .milliseconds(10) { throw ValidationError(field: "--poll-interval", message: "must be at least 10ms") }
+        if pollInterval < Bounds.minimumPollInterval {
+            throw ValidationError(field: "--poll-interval", message: "must be at least \(Bounds.minimumPollInterval.formatted)")
+        }
         try retryPolicy.validate()
         try breakerPolicy.validate()
     }

@@ -8,10 +8,9 @@ public enum PostgresTransactionStatus: Sendable, Hashable {
 
 /// One libpq connection.
 ///
-/// Not thread-safe: one user at a time (the pool guarantees that). Every call blocks
-/// the calling thread until the server answers, so never call it from Swift's
-/// cooperative thread pool — use ``PostgresPool/withConnection(_:)``, which runs the
-/// work on dedicated threads.
+/// Not thread-safe: one user at a time. Every call blocks the calling thread until the
+/// server answers, so never call it from Swift's cooperative thread pool: give each
+/// connection a dedicated thread (as the worker's services do).
 ///
 /// ``query(_:)`` prepares each distinct SQL text once per connection (an LRU cache of
 /// ``PostgresConfiguration/statementCacheCapacity`` statements, cleared on reconnect)

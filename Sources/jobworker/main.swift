@@ -1,6 +1,7 @@
 import CourierCLI
 import CourierCore
 import CourierHTTP
+import CourierHTTPServer
 import CourierWorker
 import Foundation
 
@@ -10,11 +11,11 @@ let environment = ProcessInfo.processInfo.environment
 let command = CommandLineParser.parseOrExit(root: JobworkerCommand.spec, environment: environment)
 
 let configuration: WorkerConfiguration
-let metricsAddress: MetricsServerAddress?
+let metricsAddress: HTTPServerAddress?
 do {
-    configuration = try WorkerOptions.configuration(from: command, environment: environment)
+    configuration = try WorkerConfiguration(command: command, environment: environment)
     try configuration.validate()
-    metricsAddress = try configuration.metricsAddress.map { text throws(ValidationError) in try MetricsServerAddress(parsing: text) }
+    metricsAddress = try configuration.metricsAddress.map { text throws(ValidationError) in try HTTPServerAddress(parsing: text, field: "--metrics-addr") }
 } catch let error as UsageError {
     CommandLineParser.exitWithUsageError(error)
 } catch let error as ValidationError {
@@ -23,8 +24,8 @@ do {
 }
 
 let logger = Logger(
-    format: Logger.Format(rawValue: command.value("log-format") ?? "logfmt") ?? .logfmt,
-    level: Logger.Level(name: command.value("log-level") ?? "info") ?? .info)
+    format: (try? command.enumValue("log-format", as: Logger.Format.self)) ?? .logfmt,
+    level: command.value("log-level").flatMap(Logger.Level.init(name:)) ?? .info)
 
 let transport: CurlTransport
 do {
@@ -45,11 +46,11 @@ let worker = Worker(
     logger: logger)
 
 // The endpoint is bound before the worker starts: a taken port stops the process at once.
-var metricsServer: MetricsServer?
+var metricsServer: WorkerEndpoint?
 if let metricsAddress {
     do {
-        let server = try MetricsServer.start(for: worker, address: metricsAddress, logger: logger)
-        logger.info("metrics endpoint listening", [("addr", MetricsServerAddress(host: metricsAddress.host, port: server.port).description)])
+        let server = try WorkerEndpoint.start(for: worker, address: metricsAddress, logger: logger)
+        logger.info("metrics endpoint listening", [("addr", HTTPServerAddress(host: metricsAddress.host, port: server.port).description)])
         metricsServer = server
     } catch {
         logger.error("cannot start the metrics endpoint", [("addr", metricsAddress.description), ("error", error.description)])

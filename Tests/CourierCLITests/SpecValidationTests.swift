@@ -3,9 +3,8 @@ import Testing
 
 @Suite("Declaration checks")
 struct SpecValidationTests {
-    @Test func fixtureAndJobworkerAreSound() {
+    @Test func fixtureIsSound() {
         #expect(Fixtures.root.validationProblems() == [])
-        #expect(JobworkerCommand.spec.validationProblems() == [])
     }
 
     @Test func catchesMistakes() {

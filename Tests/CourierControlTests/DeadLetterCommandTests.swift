@@ -1,3 +1,4 @@
+import CourierCore
 import CourierStore
 import CourierTestSupport
 import Foundation
@@ -308,8 +309,8 @@ struct DeadLetterCommandTests {
             #expect((summary["replayed"] as? NSNumber)?.intValue == 7)
             #expect((summary["rate_per_second"] as? NSNumber)?.doubleValue == 10)
             #expect((summary["by_destination"] as? [String: NSNumber])?.mapValues(\.intValue) == [Self.apiA: 4, Self.apiB: 3])
-            let first = try #require((summary["first_run_at"] as? String).flatMap(Timestamp.parse))
-            let last = try #require((summary["last_run_at"] as? String).flatMap(Timestamp.parse))
+            let first = try #require((summary["first_run_at"] as? String).flatMap { try? Timestamp.parse($0, field: "t") })
+            let last = try #require((summary["last_run_at"] as? String).flatMap { try? Timestamp.parse($0, field: "t") })
             #expect(abs(last.timeIntervalSince(first) - 0.6) < 0.001)
         }
     }

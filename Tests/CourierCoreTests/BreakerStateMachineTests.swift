@@ -118,13 +118,14 @@ import Testing
         let hung = try acquire(&b, at(2))
         // The hung probe's lease expires; another caller takes over.
         #expect(b.tryAcquireProbe(now: at(2.99)) == nil)
-        let second = try acquire(&b, at(3))
+        #expect(b.tryAcquireProbe(now: at(3)) == nil, "at its end the lease still holds, as in courier.breaker_try_probe")
+        let second = try acquire(&b, at(3.5))
         #expect(second.generation == hung.generation + 1)
         #expect(second.transition.reason == .probeLeaseExpired)
         #expect(second.transition.from == .halfOpen && second.transition.to == .halfOpen)
         // The first probe's late result changes nothing.
         #expect(b.recordProbe(generation: hung.generation, succeeded: true, now: at(3.5), using: &rng) == .staleProbeIgnored)
-        #expect(b.state == .halfOpen(probeUntil: at(4), generation: second.generation))
+        #expect(b.state == .halfOpen(probeUntil: at(4.5), generation: second.generation))
         #expect(b.recordProbe(generation: second.generation, succeeded: false, now: at(3.6), using: &rng) != .staleProbeIgnored)
         // And after the current probe reported, the old generation is still ignored.
         #expect(b.recordProbe(generation: second.generation, succeeded: true, now: at(3.7), using: &rng) == .staleProbeIgnored)

@@ -18,6 +18,11 @@ import Testing
         ("7ns", .nanoseconds(7)),
         ("1.0000000001s", .seconds(1)),  // finer than 1 ns is truncated
         (".5s", .milliseconds(500)),
+        ("0", .zero),  // zero needs no unit
+        ("7d", .seconds(604_800)),
+        ("1d2h3m4s5ms", .milliseconds(93_784_005)),
+        ("1h30m0.5s", .milliseconds(5_400_500)),
+        ("106751d23h47m16.854775807s", .nanoseconds(Int64.max)),
     ])
     func parsesValidDurations(text: String, expected: Duration) throws {
         #expect(try DurationParser.parse(text, field: "--lease") == expected)
@@ -37,7 +42,14 @@ import Testing
         ("99999999999999999999s", "too large"),
         ("300y", "unknown unit"),
         ("106752d", "too large"),
-        ("106751d106751d", "too large"),
+        ("106751d24h", "too large"),
+        ("106751d106751d", "largest first, each once"),
+        ("30m1h", "largest first, each once"),
+        ("1h1h", "largest first, each once"),
+        ("5M", "unknown unit"),
+        ("00", "missing a unit"),
+        ("0.0", "missing a unit"),
+        ("ms5", "number followed by a unit"),
     ])
     func rejectsBadDurationsNamingTheField(text: String, fragment: String) {
         #expect {

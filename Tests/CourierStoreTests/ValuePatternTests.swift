@@ -27,7 +27,7 @@ import Testing
         #expect(EnqueueRequest.isMethodToken(text) == Self.matches(text, #"^[A-Z][A-Z0-9_-]{0,19}$"#))
         #expect(EnqueueRequest.isHeaderName(text) == Self.matches(text, #"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$"#))
         #expect(EnqueueRequest.isSecretName(text) == Self.matches(text, #"^[A-Za-z0-9_.-]{1,128}$"#))
-        #expect(EnqueueRequest.isQueueName(text) == Self.matches(text, #"^[A-Za-z0-9_.:-]{1,64}$"#))
+        #expect(QueueName.isValid(text) == Self.matches(text, QueueName.pattern))
         #expect(EnqueueRequest.isMediaType(text) == Self.matches(text, #"^[A-Za-z0-9!#$&^_.+-]+/[A-Za-z0-9!#$&^_.+*-]+$"#))
     }
 

@@ -2,6 +2,7 @@ import CourierCore
 import CourierStore
 import CourierTestSupport
 @testable import CourierWorker
+import CourierHTTPServer
 import Foundation
 import Postgres
 import Testing
@@ -34,7 +35,7 @@ import Glibc
     @Test func theEndpointIsScrapedParsedAndItsCountersMoveWhenJobsRun() async throws {
         try await WorkerHarness.with() { h in
             try h.start()
-            let server = try MetricsServer.start(for: h.worker, address: MetricsServerAddress(host: "127.0.0.1", port: 0),
+            let server = try WorkerEndpoint.start(for: h.worker, address: HTTPServerAddress(host: "127.0.0.1", port: 0),
                                                  logger: Logger(level: .error, sink: { _ in }), sampleInterval: .milliseconds(100))
             defer { server.stop() }
 
@@ -101,7 +102,7 @@ import Glibc
             // A job that outlives the grace check keeps the worker in its shutdown for a while.
             h.server.setBehavior(.slow(delay: .seconds(2), then: .json200), forPath: "/slow")
             try h.start { $0.shutdownGrace = .seconds(10) }
-            let server = try MetricsServer.start(for: h.worker, address: MetricsServerAddress(host: "127.0.0.1", port: 0),
+            let server = try WorkerEndpoint.start(for: h.worker, address: HTTPServerAddress(host: "127.0.0.1", port: 0),
                                                  logger: Logger(level: .error, sink: { _ in }), sampleInterval: .milliseconds(200))
             defer { server.stop() }
             #expect(try MetricsTestClient.request(port: server.port, "GET", "/readyz").status == 200)
@@ -129,7 +130,7 @@ import Glibc
         configuration.shutdownGrace = .seconds(1)
         configuration.pollInterval = .milliseconds(100)
         let worker = Worker(configuration: configuration, httpHandler: NoopJobHandler(), logger: Logger(level: .error, sink: { _ in }))
-        let server = try MetricsServer.start(for: worker, address: MetricsServerAddress(host: "127.0.0.1", port: 0),
+        let server = try WorkerEndpoint.start(for: worker, address: HTTPServerAddress(host: "127.0.0.1", port: 0),
                                              logger: Logger(level: .error, sink: { _ in }), sampleInterval: .milliseconds(100))
         defer { server.stop() }
         let run = Task.detached { await worker.run() }

@@ -1,15 +1,16 @@
 import CourierCore
 @testable import CourierStore
 @testable import CourierWorker
+import CourierHTTPServer
 import Foundation
 import Testing
 
 /// The pure parts of the metrics endpoint: request heads, addresses, the text format.
 @Suite struct MetricsFormatTests {
-    typealias Head = MetricsServer.HeadParse
+    typealias Head = HTTPServer.HeadParse
 
     func parse(_ text: String, limit: Int = 8192) -> Head {
-        MetricsServer.parseHead(Array(text.utf8), maxHeaderBytes: limit)
+        HTTPServer.parseHead(Array(text.utf8), maxHeaderBytes: limit)
     }
 
     @Test func aCompleteRequestHeadIsParsed() throws {
@@ -17,7 +18,8 @@ import Testing
             Issue.record("expected a request")
             return
         }
-        #expect(request == MetricsServer.Request(method: "GET", path: "/metrics", query: "name=x", version: "HTTP/1.1"))
+        #expect(request == HTTPServer.Request(method: "GET", path: "/metrics", query: "name=x", version: "HTTP/1.1",
+                                             headers: [.init("Host", "a"), .init("Accept", "*/*")]))
         // Bare LF line ends are accepted too.
         guard case .request(let lf) = parse("HEAD /healthz HTTP/1.0\nHost: a\n\n") else {
             Issue.record("expected a request")
@@ -56,7 +58,7 @@ import Testing
     }
 
     @Test func responsesAlwaysCloseAndCarryTheirLength() {
-        let response = MetricsServer.Response(status: 405, text: "no\n", headers: [.init("Allow", "GET, HEAD")])
+        let response = HTTPServer.Response(status: 405, text: "no\n", headers: [.init("Allow", "GET, HEAD")])
         let text = String(decoding: response.serialized(), as: UTF8.self)
         #expect(text.hasPrefix("HTTP/1.1 405 Method Not Allowed\r\n"))
         #expect(text.contains("\r\nContent-Length: 3\r\n"))
@@ -67,15 +69,15 @@ import Testing
     }
 
     @Test func addressesAreParsedAndBadOnesNameTheFlag() throws {
-        #expect(try MetricsServerAddress(parsing: "0.0.0.0:9464") == MetricsServerAddress(host: "0.0.0.0", port: 9464))
-        #expect(try MetricsServerAddress(parsing: ":9464") == MetricsServerAddress(host: nil, port: 9464))
-        #expect(try MetricsServerAddress(parsing: "localhost:0") == MetricsServerAddress(host: "localhost", port: 0))
-        #expect(try MetricsServerAddress(parsing: "[::1]:9464") == MetricsServerAddress(host: "::1", port: 9464))
-        #expect(MetricsServerAddress(host: "::1", port: 80).description == "[::1]:80")
+        #expect(try HTTPServerAddress(parsing: "0.0.0.0:9464", field: "--metrics-addr") == HTTPServerAddress(host: "0.0.0.0", port: 9464))
+        #expect(try HTTPServerAddress(parsing: ":9464", field: "--metrics-addr") == HTTPServerAddress(host: nil, port: 9464))
+        #expect(try HTTPServerAddress(parsing: "localhost:0", field: "--metrics-addr") == HTTPServerAddress(host: "localhost", port: 0))
+        #expect(try HTTPServerAddress(parsing: "[::1]:9464", field: "--metrics-addr") == HTTPServerAddress(host: "::1", port: 9464))
+        #expect(HTTPServerAddress(host: "::1", port: 80).description == "[::1]:80")
         for bad in ["9464", "host:", "host:65536", "host:-1", "::1:9464", "[::1]9464", "[]:80", "a b:80", "host:9x"] {
-            #expect(throws: ValidationError.self, "\(bad)") { try MetricsServerAddress(parsing: bad) }
+            #expect(throws: ValidationError.self, "\(bad)") { try HTTPServerAddress(parsing: bad, field: "--metrics-addr") }
             do {
-                _ = try MetricsServerAddress(parsing: bad)
+                _ = try HTTPServerAddress(parsing: bad, field: "--metrics-addr")
             } catch {
                 #expect(error.field == "--metrics-addr")
             }
@@ -155,7 +157,7 @@ import Testing
         func status(stopping: Bool, reachable: Bool, _ method: String = "GET", _ path: String = "/readyz") -> Int {
             let state = PrometheusText.WorkerState(workerID: "w", version: "v", concurrency: 1, inFlight: 0,
                                                    stopping: stopping, databaseReachable: reachable)
-            return MetricsServer.route(MetricsServer.Request(method: method, path: path, query: nil, version: "HTTP/1.1"),
+            return WorkerTestRoutes.route(HTTPServer.Request(method: method, path: path, query: nil, version: "HTTP/1.1"),
                                        state: { state }, page: { "" }).status
         }
         #expect(status(stopping: false, reachable: true) == 200)
@@ -171,7 +173,7 @@ import Testing
         let state = PrometheusText.WorkerState(workerID: "w", version: "v", concurrency: 1, inFlight: 0, stopping: false,
                                                databaseReachable: true, missingMigrations: ["0007_cheaper_value_checks.sql"])
         #expect(!state.ready)
-        let response = MetricsServer.route(MetricsServer.Request(method: "GET", path: "/readyz", query: nil, version: "HTTP/1.1"),
+        let response = WorkerTestRoutes.route(HTTPServer.Request(method: "GET", path: "/readyz", query: nil, version: "HTTP/1.1"),
                                            state: { state }, page: { "" })
         #expect(response.status == 503)
         #expect(String(decoding: response.body, as: UTF8.self).contains("0007_cheaper_value_checks.sql"))

@@ -2,6 +2,7 @@ import CourierCore
 import CourierStore
 import CourierTestSupport
 @testable import CourierWorker
+import CourierHTTPServer
 import Foundation
 import Postgres
 import Testing

@@ -2,6 +2,7 @@ import CourierCore
 import CourierStore
 import CourierTestSupport
 @testable import CourierWorker
+import CourierHTTPServer
 import Foundation
 import Postgres
 import Testing
@@ -33,7 +34,7 @@ import Testing
                 $0.breakerPolicy.cooldown = .milliseconds(300)
                 $0.breakerPolicy.cooldownMax = .seconds(1)
             }
-            let server = try MetricsServer.start(for: h.worker, address: MetricsServerAddress(host: "127.0.0.1", port: 0),
+            let server = try WorkerEndpoint.start(for: h.worker, address: HTTPServerAddress(host: "127.0.0.1", port: 0),
                                                  logger: Logger(level: .error, sink: { _ in }), sampleInterval: .milliseconds(200))
             defer { server.stop() }
 
@@ -73,8 +74,8 @@ import Testing
             #expect(try await h.eventually(timeout: .seconds(30)) {
                 (try? h.db.query("select count(*)::bigint from courier.attempt_stats").rows[0].decode(0, as: Int.self)) ?? 0 > 0
             }, "attempt statistics are written")
-            #expect(try await h.eventually { server.sampler?.status.successes ?? 0 >= 2 })
-            #expect(server.sampler?.status.failures == 0)
+            #expect(try await h.eventually { server.sampler.status.successes ?? 0 >= 2 })
+            #expect(server.sampler.status.failures == 0)
             #expect(try MetricsTestClient.request(port: server.port, "GET", "/readyz").status == 200)
 
             let registered = try h.db.query("select count(*)::bigint from courier.workers").rows[0].decode(0, as: Int.self)

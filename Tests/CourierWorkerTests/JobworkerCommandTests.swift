@@ -1,4 +1,6 @@
 import CourierCLI
+import CourierCore
+import CourierWorker
 import Foundation
 import Testing
 
@@ -10,7 +12,7 @@ struct JobworkerCommandTests {
     func parse(_ arguments: [String], environment: [String: String] = [:]) throws -> ParsedCommand {
         let result = try CommandLineParser.parse(arguments, root: JobworkerCommand.spec, environment: environment)
         guard case .run(let command) = result else {
-            throw FixtureFailure(message: "expected a command, got \(result)")
+            throw UsageError(code: .invalidValue, field: "test", message: "expected a command, got \(result)", commandPath: [])
         }
         return command
     }
@@ -33,6 +35,35 @@ struct JobworkerCommandTests {
         let golden = try String(contentsOf: file, encoding: .utf8)
         #expect(text + "\n" == golden, "jobworker help differs from Golden/jobworker.txt; run with COURIER_UPDATE_GOLDEN=1 and review the diff")
         #expect(try CommandLineParser.parse(["-h"], root: JobworkerCommand.spec, environment: [:]).helpText == text)
+    }
+
+    @Test func declarationIsSound() {
+        #expect(JobworkerCommand.spec.validationProblems() == [])
+    }
+
+    /// Defaults, ranges and value lists come from the configuration and the enums.
+    @Test func defaultsAndValueListsAreDerived() throws {
+        let defaults = try WorkerConfiguration(command: parse([]), environment: [:])
+        let d = WorkerConfiguration.defaults
+        #expect(defaults.concurrency == d.concurrency && defaults.lease == d.lease && defaults.retention == d.retention)
+        #expect(defaults.retryPolicy == d.retryPolicy && defaults.breakerPolicy == d.breakerPolicy)
+        #expect(defaults.queues == d.queues && defaults.pollInterval == d.pollInterval && defaults.claimBatch == d.claimBatch)
+        let arguments = JobworkerCommand.spec.arguments
+        func spec(_ name: String) throws -> ArgumentSpec { try #require(arguments.first { $0.long == name }) }
+        #expect(try spec("backoff").allowedValues == BackoffPolicy.Strategy.allCases.map(\.rawValue))
+        #expect(try spec("jitter").allowedValues == BackoffPolicy.Jitter.allCases.map(\.rawValue))
+        #expect(try spec("log-format").allowedValues == Logger.Format.allCases.map(\.rawValue))
+        #expect(try spec("log-level").allowedValues == Logger.Level.allCases.map(\.flagName))
+        #expect(try spec("lease").defaultValue == DurationParser.format(d.lease))
+        // A value the configuration's bounds refuse is refused on the command line, naming the flag.
+        let low = String(WorkerConfiguration.Bounds.concurrency.lowerBound - 1)
+        let error = #expect(throws: UsageError.self) { try WorkerConfiguration(command: parse(["--concurrency", low]), environment: [:]) }
+        #expect(error?.field == "--concurrency")
+        let configured = try WorkerConfiguration(command: parse(["--lease", "1.5s", "--backoff", "linear", "--jitter", "none",
+                                                                 "--breaker-window", "1m30s"]), environment: [:])
+        #expect(configured.lease == .milliseconds(1500))
+        #expect(configured.retryPolicy.backoff.strategy == .linear && configured.retryPolicy.backoff.jitter == .none)
+        #expect(configured.breakerPolicy.window == .seconds(90))
     }
 
     @Test func contractFlagsAreDeclaredWithEnvironmentVariables() throws {
@@ -85,7 +116,7 @@ struct JobworkerCommandTests {
                 #expect(["dead-letter-retention"].contains(spec.long), "--\(spec.long) has no default")
                 continue
             }
-            #expect(DurationText.parse(value) != nil, "--\(spec.long)")
+            #expect((try? DurationParser.parse(value, field: spec.long)) != nil, "--\(spec.long)")
         }
         #expect(durations.count >= 10)
     }

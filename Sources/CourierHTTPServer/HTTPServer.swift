@@ -4,28 +4,39 @@ import Foundation
 import Glibc
 #endif
 
-/// A small HTTP/1.1 server for `/metrics`, `/healthz` and `/readyz`, on BSD sockets.
+/// A small HTTP/1.1 server on BSD sockets: the worker's `/metrics`, `/healthz` and
+/// `/readyz`, and whatever else routes a ``HTTPRouter`` declares.
 ///
 /// One thread multiplexes every connection with `poll`, so slow or stuck clients
 /// hold no thread and cannot delay the others. It stays up against bad clients:
 /// the request head must arrive within ``Limits/requestTimeout`` (else 408), be at
-/// most ``Limits/maxHeaderBytes`` (else 431) and be well formed (else 400); at most
-/// ``Limits/maxConnections`` are held at once (more are answered 503); every
+/// most ``Limits/maxHeaderBytes`` (else 431) and be well formed (else 400); every
 /// response ends the connection (`Connection: close`). Writes never raise SIGPIPE.
 ///
-/// The handler runs on the server thread and must be quick and never block on I/O:
-/// it should only read values already in memory.
-public final class MetricsServer: @unchecked Sendable {
+/// Against connection floods (slowloris): ``Limits/maxConnections`` connections are
+/// held for any request, and ``Limits/reservedConnections`` more only for routes
+/// marked as probes (`/healthz`, `/readyz`), so a flood of idle connections cannot
+/// make a liveness probe fail. When every slot is taken, a new connection evicts the
+/// oldest one that has not completed a request (it has had the longest to do so), so
+/// idle connections can delay nobody; one that completes an ordinary request in a
+/// reserved slot evicts such a connection from an ordinary slot, or gets 503.
+///
+/// Handlers run on the server thread and must be quick and never block on I/O:
+/// they should only read values already in memory.
+public final class HTTPServer: @unchecked Sendable {
     /// Limits that protect the server from slow and malformed clients.
     public struct Limits: Sendable {
-        /// The whole request head must arrive within this. Default 5 s.
-        public var requestTimeout: Duration = .seconds(5)
+        /// The whole request head must arrive within this (there is no keep-alive, so
+        /// this is also how long an idle connection lives). Default 2 s.
+        public var requestTimeout: Duration = .seconds(2)
         /// Sending a response must finish within this. Default 10 s.
         public var writeTimeout: Duration = .seconds(10)
         /// The largest request head accepted. Default 8 KiB.
         public var maxHeaderBytes = 8192
-        /// Connections held at once; further ones get 503 and are closed. Default 64.
+        /// Connections held at once for any request. Default 64.
         public var maxConnections = 64
+        /// Further connections held only for probe routes (see ``HTTPRoute/isProbe``). Default 8.
+        public var reservedConnections = 8
 
         public init() {}
     }
@@ -33,9 +44,10 @@ public final class MetricsServer: @unchecked Sendable {
     /// Answers one request; runs on the server thread.
     public typealias Handler = @Sendable (Request) -> Response
 
-    public let address: MetricsServerAddress
+    public let address: HTTPServerAddress
     public let limits: Limits
     private let handler: Handler
+    private let isProbe: @Sendable (Request) -> Bool
 
     private let lock = NSLock()
     private var listener: Int32 = -1
@@ -47,18 +59,21 @@ public final class MetricsServer: @unchecked Sendable {
     private var stopHooks: [@Sendable () -> Void] = []
     private let finished = DispatchSemaphore(value: 0)
 
-    public init(address: MetricsServerAddress, limits: Limits = Limits(), handler: @escaping Handler) {
+    /// A server whose every request goes to `handler`; no request counts as a probe.
+    public init(address: HTTPServerAddress, limits: Limits = Limits(), handler: @escaping Handler) {
         self.address = address
         self.limits = limits
         self.handler = handler
+        self.isProbe = { _ in false }
     }
 
-    /// The database sampler of a worker's endpoint (see ``start(for:address:logger:limits:sampleInterval:)``).
-    public var sampler: MetricsServerSampler? {
-        get { lock.withLock { samplerStorage } }
-        set { lock.withLock { samplerStorage = newValue } }
+    /// A server answering with `router`'s routes; its probe routes may use the reserved slots.
+    public init(address: HTTPServerAddress, limits: Limits = Limits(), router: HTTPRouter) {
+        self.address = address
+        self.limits = limits
+        self.handler = { router.respond(to: $0) }
+        self.isProbe = { router.isProbe($0) }
     }
-    private var samplerStorage: MetricsServerSampler?
 
     /// The port actually bound (differs from the address's when it asked for port 0).
     public var port: Int { lock.withLock { boundPort } }
@@ -69,18 +84,18 @@ public final class MetricsServer: @unchecked Sendable {
     }
 
     /// Binds, listens and starts the server thread. Throws when the address cannot be bound.
-    public func start() throws(MetricsServerError) {
+    public func start() throws(HTTPServerError) {
         let already = lock.withLock { () -> Bool in
             defer { started = true }
             return started
         }
-        if already { throw MetricsServerError(.alreadyStarted, address: address.description, reason: "") }
+        if already { throw HTTPServerError(.alreadyStarted, address: address.description, reason: "") }
         let socket = try Self.bind(address)
         var pipeEnds: [Int32] = [-1, -1]
         guard pipe(&pipeEnds) == 0 else {
             let reason = Self.errnoText()
             close(socket.fd)
-            throw MetricsServerError(.bind, address: address.description, reason: "pipe: \(reason)")
+            throw HTTPServerError(.bind, address: address.description, reason: "pipe: \(reason)")
         }
         pipeEnds.forEach(Self.makeNonBlocking)
         let (readEnd, writeEnd) = (pipeEnds[0], pipeEnds[1])
@@ -94,7 +109,7 @@ public final class MetricsServer: @unchecked Sendable {
             serve(listener: socket.fd, wake: readEnd)
             finished.signal()
         }
-        thread.name = "courier-metrics"
+        thread.name = "courier-http"
         thread.stackSize = 1 << 20
         thread.start()
     }
@@ -136,6 +151,14 @@ public final class MetricsServer: @unchecked Sendable {
         /// Bytes read and thrown away after the response (a lingering close).
         var drained = 0
         var deadline: ContinuousClock.Instant
+        /// When it was accepted: the oldest unanswered connection is evicted first.
+        var accepted: ContinuousClock.Instant
+        /// Held in a reserved slot: it may only be answered for a probe route.
+        var reserved: Bool
+
+        /// Whether closing it loses no request in progress: it has not completed a
+        /// request head yet, or its answer was sent.
+        var isEvictable: Bool { phase != .writing }
     }
 
     /// After answering, the server half-closes and reads what the client still sends
@@ -172,7 +195,7 @@ public final class MetricsServer: @unchecked Sendable {
             for entry in fds.dropFirst(2) where entry.revents != 0 {
                 guard var connection = connections[entry.fd] else { continue }
                 let keep = switch connection.phase {
-                case .reading: receive(&connection)
+                case .reading: receive(&connection, others: &connections)
                 case .writing: flush(&connection)
                 case .draining: drain(&connection)
                 }
@@ -201,20 +224,38 @@ public final class MetricsServer: @unchecked Sendable {
             let fd = accept(listener, nil, nil)
             if fd < 0 { return }  // EAGAIN: nothing more waiting (or a transient error: try at the next poll)
             Self.makeNonBlocking(fd)
-            if connections.count >= limits.maxConnections {
-                let bytes = Response(status: 503, text: "too many connections\n").serialized()
-                _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT)) }
-                shutdown(fd, Int32(SHUT_WR))
-                close(fd)
+            if connections.count >= limits.maxConnections + limits.reservedConnections,
+               !Self.evictOldest(from: &connections, where: { $0.isEvictable }) {
+                Self.refuse(fd, Response(status: 503, text: "too many connections\n"))
                 continue
             }
-            connections[fd] = Connection(fd: fd, deadline: ContinuousClock.now + limits.requestTimeout)
+            let ordinary = connections.values.lazy.filter { !$0.reserved }.count
+            let now = ContinuousClock.now
+            connections[fd] = Connection(fd: fd, deadline: now + limits.requestTimeout, accepted: now,
+                                         reserved: ordinary >= limits.maxConnections)
         }
+    }
+
+    /// Closes the oldest connection that `eligible` accepts (telling it why, best effort).
+    /// Returns false when there was none.
+    private static func evictOldest(from connections: inout [Int32: Connection], where eligible: (Connection) -> Bool) -> Bool {
+        guard let victim = connections.values.filter(eligible).min(by: { $0.accepted < $1.accepted }) else { return false }
+        if victim.phase == .reading { refuse(victim.fd, Response(status: 503, text: "server busy\n")) } else { close(victim.fd) }
+        connections[victim.fd] = nil
+        return true
+    }
+
+    /// Sends `response` without waiting and closes the connection.
+    private static func refuse(_ fd: Int32, _ response: Response) {
+        let bytes = response.serialized()
+        _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT)) }
+        shutdown(fd, Int32(SHUT_WR))
+        close(fd)
     }
 
     /// Reads what arrived; once the head is complete (or refused) the response is prepared.
     /// Returns false when the connection should be closed.
-    private func receive(_ connection: inout Connection) -> Bool {
+    private func receive(_ connection: inout Connection, others connections: inout [Int32: Connection]) -> Bool {
         var chunk = [UInt8](repeating: 0, count: 4096)
         let room = min(chunk.count, limits.maxHeaderBytes + 1 - connection.input.count)
         let count = room > 0 ? recv(connection.fd, &chunk, room, Int32(MSG_DONTWAIT)) : 0
@@ -231,8 +272,19 @@ public final class MetricsServer: @unchecked Sendable {
         case .reject(let status, let message):
             response = Response(status: status, text: message + "\n")
         case .request(let request):
-            response = handler(request)
             includeBody = request.method != "HEAD"
+            if connection.reserved && !isProbe(request) {
+                // A reserved slot serves probes only, unless an ordinary slot can be freed.
+                let fd = connection.fd
+                if Self.evictOldest(from: &connections, where: { !$0.reserved && $0.isEvictable && $0.fd != fd }) {
+                    connection.reserved = false
+                    response = handler(request)
+                } else {
+                    response = Response(status: 503, text: "server busy; only health probes are answered now\n")
+                }
+            } else {
+                response = handler(request)
+            }
         }
         connection.output = response.serialized(includeBody: includeBody)
         connection.input = []
@@ -273,7 +325,7 @@ public final class MetricsServer: @unchecked Sendable {
 
     // MARK: - Binding
 
-    private static func bind(_ address: MetricsServerAddress) throws(MetricsServerError) -> (fd: Int32, port: Int) {
+    private static func bind(_ address: HTTPServerAddress) throws(HTTPServerError) -> (fd: Int32, port: Int) {
         var hints = addrinfo()
         hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV
         hints.ai_family = address.host == nil ? AF_INET : AF_UNSPEC
@@ -281,7 +333,7 @@ public final class MetricsServer: @unchecked Sendable {
         var list: UnsafeMutablePointer<addrinfo>?
         let status = getaddrinfo(address.host, String(address.port), &hints, &list)
         guard status == 0, let first = list else {
-            throw MetricsServerError(.resolve, address: address.description, reason: String(cString: gai_strerror(status)))
+            throw HTTPServerError(.resolve, address: address.description, reason: String(cString: gai_strerror(status)))
         }
         defer { freeaddrinfo(list) }
         var lastError = "no usable address"
@@ -299,7 +351,7 @@ public final class MetricsServer: @unchecked Sendable {
             }
             return (fd, localPort(fd) ?? address.port)
         }
-        throw MetricsServerError(.bind, address: address.description, reason: lastError)
+        throw HTTPServerError(.bind, address: address.description, reason: lastError)
     }
 
     private static func localPort(_ fd: Int32) -> Int? {

@@ -1,5 +1,5 @@
-extension MetricsServer {
-    /// A parsed request head. The server only looks at the method and the path.
+extension HTTPServer {
+    /// A parsed request head (the server reads no request body).
     public struct Request: Sendable, Equatable {
         public var method: String
         /// The path without its query string.
@@ -8,6 +8,22 @@ extension MetricsServer {
         public var query: String?
         /// `HTTP/1.0` or `HTTP/1.1`.
         public var version: String
+        /// The header fields in the order received, values trimmed of spaces and tabs.
+        public var headers: [Response.Header]
+
+        public init(method: String, path: String, query: String? = nil, version: String = "HTTP/1.1",
+                    headers: [Response.Header] = []) {
+            self.method = method
+            self.path = path
+            self.query = query
+            self.version = version
+            self.headers = headers
+        }
+
+        /// The first value of header `name` (compared case-insensitively).
+        public func header(_ name: String) -> String? {
+            headers.first { $0.name.lowercased() == name.lowercased() }?.value
+        }
     }
 
     /// What the handler answers. The server adds Content-Length, Connection: close
@@ -37,7 +53,7 @@ extension MetricsServer {
         }
 
         /// The status line, headers and body as sent (the body left out for HEAD).
-        func serialized(includeBody: Bool = true) -> [UInt8] {
+        public func serialized(includeBody: Bool = true) -> [UInt8] {
             var head = "HTTP/1.1 \(status) \(Self.reason(for: status))\r\n"
             head += "Content-Type: \(contentType)\r\n"
             head += "Content-Length: \(body.count)\r\n"
@@ -50,6 +66,11 @@ extension MetricsServer {
         static func reason(for status: Int) -> String {
             switch status {
             case 200: "OK"
+            case 201: "Created"
+            case 204: "No Content"
+            case 303: "See Other"
+            case 401: "Unauthorized"
+            case 403: "Forbidden"
             case 400: "Bad Request"
             case 404: "Not Found"
             case 405: "Method Not Allowed"
@@ -64,7 +85,7 @@ extension MetricsServer {
     }
 
     /// The state of a request head read so far.
-    enum HeadParse: Equatable {
+    public enum HeadParse: Sendable, Equatable {
         /// No blank line yet and still within the size limit: read more.
         case incomplete
         /// Complete and well formed.
@@ -75,7 +96,7 @@ extension MetricsServer {
 
     /// Parses the bytes received so far. Pure: the server feeds it every time more arrives.
     /// Lines may end in CRLF or a bare LF; the head ends at the first empty line.
-    static func parseHead(_ bytes: [UInt8], maxHeaderBytes: Int) -> HeadParse {
+    public static func parseHead(_ bytes: [UInt8], maxHeaderBytes: Int) -> HeadParse {
         let tooLarge = HeadParse.reject(status: 431, message: "request header larger than \(maxHeaderBytes) bytes")
         guard let end = headEnd(bytes) else {
             // A bad request line is refused as soon as it is complete, without waiting for the rest.
@@ -89,7 +110,7 @@ extension MetricsServer {
         var lines = bytes[..<end].split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).map(trimCR)
         while lines.last?.isEmpty == true { lines.removeLast() }
         guard let requestLine = lines.first else { return .reject(status: 400, message: "empty request line") }
-        let request: Request
+        var request: Request
         switch parseRequestLine(requestLine) {
         case .success(let parsed): request = parsed
         case .failure(let reject): return reject.parse
@@ -100,6 +121,11 @@ extension MetricsServer {
                   line.first != UInt8(ascii: " "), line.first != UInt8(ascii: "\t") else {
                 return .reject(status: 400, message: "malformed header line")
             }
+            let name = String(decoding: line[..<colon], as: UTF8.self)
+            var value = line[line.index(after: colon)...]
+            while let first = value.first, first == 0x20 || first == 0x09 { value = value.dropFirst() }
+            while let last = value.last, last == 0x20 || last == 0x09 { value = value.dropLast() }
+            request.headers.append(Response.Header(name, String(decoding: value, as: UTF8.self)))
         }
         return .request(request)
     }

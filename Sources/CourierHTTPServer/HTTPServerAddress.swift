@@ -1,11 +1,11 @@
 import CourierCore
 import Foundation
 
-/// Where the metrics endpoint listens, parsed from `--metrics-addr HOST:PORT`.
+/// Where an HTTP server listens, parsed from `HOST:PORT` (`--metrics-addr`, `--listen`).
 ///
 /// Accepted forms: `0.0.0.0:9464`, `127.0.0.1:9464`, `localhost:9464`, `[::]:9464`,
 /// `[::1]:9464`, and `:9464` (every interface). Port 0 picks a free port (for tests).
-public struct MetricsServerAddress: Sendable, Equatable, CustomStringConvertible {
+public struct HTTPServerAddress: Sendable, Equatable, CustomStringConvertible {
     /// The host name or address to bind; nil binds every IPv4 interface.
     public var host: String?
     public var port: Int
@@ -15,10 +15,10 @@ public struct MetricsServerAddress: Sendable, Equatable, CustomStringConvertible
         self.port = port
     }
 
-    /// Parses `HOST:PORT`; errors name `--metrics-addr`.
-    public init(parsing text: String) throws(ValidationError) {
+    /// Parses `HOST:PORT`; errors name `field`.
+    public init(parsing text: String, field: String) throws(ValidationError) {
         func fail(_ message: String) -> ValidationError {
-            ValidationError(field: "--metrics-addr", message: message)
+            ValidationError(field: field, message: message)
         }
         let trimmed = text.trimmingCharacters(in: .whitespaces)
         var host: Substring

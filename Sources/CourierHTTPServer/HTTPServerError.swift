@@ -1,6 +1,6 @@
-/// The metrics endpoint could not start. The description names the address and
+/// The HTTP server could not start. The description names the address and
 /// the system's reason.
-public struct MetricsServerError: Error, Sendable, CustomStringConvertible {
+public struct HTTPServerError: Error, Sendable, CustomStringConvertible {
     public enum Code: Sendable, Equatable {
         /// The host name did not resolve to an address.
         case resolve
@@ -22,9 +22,9 @@ public struct MetricsServerError: Error, Sendable, CustomStringConvertible {
 
     public var description: String {
         switch code {
-        case .resolve: "cannot resolve the metrics address \(address): \(reason)"
-        case .bind: "cannot listen on the metrics address \(address): \(reason)"
-        case .alreadyStarted: "the metrics server on \(address) is already running"
+        case .resolve: "cannot resolve the address \(address): \(reason)"
+        case .bind: "cannot listen on \(address): \(reason)"
+        case .alreadyStarted: "the HTTP server on \(address) is already running"
         }
     }
 }
