@@ -50,6 +50,7 @@ struct DrainBench {
             try fleet.waitReady(connection)
             let sampler = CPUSampler(workerPIDs: fleet.pids, postmaster: context.postmasterPID)
             let before = sampler.snapshot()
+            let switchesBefore = WorkerCounters.switches(pids: fleet.pids)
             let goTime: Date = try connection.withTransaction { tx in
                 try tx.execute(PostgresQuery(unsafeSQL: "delete from courier.breakers where destination = $1::text", binds: [destination]))
                 return try tx.query(PostgresQuery(unsafeSQL: "select now() from pg_notify('courier_jobs', $1::text)", binds: [queue]))
@@ -67,6 +68,8 @@ struct DrainBench {
                 usleep(5_000)
             }
             let after = sampler.snapshot()
+            let switchesAfter = WorkerCounters.switches(pids: fleet.pids)
+            let counters = WorkerCounters.scrape(workers: workers, workDirectory: context.workDirectory)
             let seconds = t1 - t0
             let peakKB = fleet.peakRSSKB
             try fleet.stop()
@@ -90,7 +93,20 @@ struct DrainBench {
             ]
             // From the archive's finish times: absent without it.
             if dbSeconds.isFinite { row["db_seconds"] = Stats.rounded(dbSeconds, 4) }
-            row["cpu"] = CPUSampler.split(before, after).summary(seconds: seconds)
+            let split = CPUSampler.split(before, after)
+            row["cpu"] = split.summary(seconds: seconds)
+            // CPU seconds per 100k jobs: comparable across runs on a loaded machine, where wall throughput is not.
+            row["worker_cpu_s_per_100k"] = Stats.rounded(split.workers * 100_000 / Double(jobs), 3)
+            row["postgres_cpu_s_per_100k"] = Stats.rounded(split.postgres * 100_000 / Double(jobs), 3)
+            row["switches_per_1k_jobs"] = WorkerCounters.switchesPerThousand(switchesBefore, switchesAfter, jobs: jobs)
+            if let claims = counters["courier_claim_batch_size_count"], claims > 0 {
+                row["claims"] = Int(claims)
+                row["jobs_per_claim"] = Stats.rounded((counters["courier_claim_batch_size_sum"] ?? 0) / claims, 1)
+            }
+            if let flushes = counters["courier_ack_latency_seconds_count"], flushes > 0 {
+                row["ack_flushes"] = Int(flushes)
+                row["acks_per_flush"] = Stats.rounded((counters["courier_acked_jobs_total"] ?? 0) / flushes, 1)
+            }
             context.log.record("drain", row)
         } catch {
             fleet.children.forEach { $0.stop(grace: 5) }

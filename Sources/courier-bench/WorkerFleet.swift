@@ -11,10 +11,18 @@ struct WorkerFleet {
                       context: BenchContext, label: String) throws -> WorkerFleet {
         var children: [ChildProcess] = []
         for index in 0..<count {
-            let arguments = ["--database-url", context.connectionString, "--queues", queue,
+            var arguments = ["--database-url", context.connectionString, "--queues", queue,
                              "--concurrency", String(concurrency), "--log-level", "warning"] + extraArguments
-            children.append(try ChildProcess(context.binDirectory + "/jobworker", arguments,
-                                             logPath: context.workDirectory + "/jobworker-\(label)-\(index).log"))
+            if let base = WorkerCounters.metricsBase { arguments += ["--metrics-addr", "127.0.0.1:\(base + index)"] }
+            let program = context.binDirectory + "/jobworker"
+            let wrapper = WorkerCounters.wrapper
+            let logPath = context.workDirectory + "/jobworker-\(label)-\(index).log"
+            if wrapper.isEmpty {
+                children.append(try ChildProcess(program, arguments, logPath: logPath))
+            } else {
+                let command = wrapper.map { $0.replacingOccurrences(of: "{label}", with: "\(label)-\(index)") }
+                children.append(try ChildProcess(command[0], Array(command.dropFirst()) + [program] + arguments, logPath: logPath))
+            }
         }
         return WorkerFleet(children: children)
     }
@@ -25,8 +33,10 @@ struct WorkerFleet {
     func waitReady(_ connection: PostgresConnection, settle: Double = 0.5, timeout: Double = 30) throws {
         let end = monotonicSeconds() + timeout
         while true {
-            let registered = try connection.query(PostgresQuery(unsafeSQL: "select count(*) from courier.workers where pid = any($1)",
-                                                                binds: [pids.map { Int($0) }])).rows[0].decode(0, as: Int.self)
+            // Through a wrapper (a profiler) the registered pid is the wrapped worker's: count every live registration.
+            let registered = try connection.query(PostgresQuery(unsafeSQL: """
+                select count(*) from courier.workers where pid = any($1) or ($2 and stopping_at is null)
+                """, binds: [pids.map { Int($0) }, !WorkerCounters.wrapper.isEmpty])).rows[0].decode(0, as: Int.self)
             let sessions = try connection.query(PostgresQuery(unsafeSQL: """
                 select count(*) from pg_stat_activity where application_name = 'jobworker' and datname = current_database()
                 """)).rows[0].decode(0, as: Int.self)
