@@ -8,9 +8,10 @@ extension Worker {
 
     /// Runs one job in the jobs' task group and queues the write of its result.
     func execute(_ lease: Lease) async {
-        guard let entry = withState({ $0.jobs[lease] }) else { return }
+        let (held, start) = withState { state in (state.jobs[lease], state.started(lease)) }
+        guard let entry = held else { return }
         let job = entry.job
-        switch withState({ $0.started(lease) }) {
+        switch start {
         case .ignore:
             return
         case .handBack:
@@ -82,13 +83,16 @@ extension Worker {
 
     /// The job's task is done with it: the slot is free.
     func finish(_ lease: Lease) {
-        let (actions, running) = withState { state -> ([WorkerStateMachine.Action], Bool) in
-            (state.finished(lease).actions, state.isRunning)
+        let trigger = claimer.configuration.trigger
+        let (actions, running, wakeClaimer) = withState { state -> ([WorkerStateMachine.Action], Bool, Bool) in
+            let actions = state.finished(lease).actions
+            return (actions, state.isRunning, trigger.wakeAfterFinish(free: state.freeSlots, held: state.jobs.count))
         }
         perform(actions)
         // The supervisor waits on finished jobs only while shutting down.
         if !running { stateChanged.signal() }
-        claimerThread.wake()
+        // Not once per job: only when the free slots make a claim worthwhile (see ClaimTrigger).
+        if wakeClaimer { claimerThread.wake() }
     }
 
     func acknowledge(_ item: Acknowledgement) {

@@ -6,12 +6,13 @@ import Foundation
 /// concurrency, turns every outcome into one decision and writes it back fenced by
 /// the lease; renews leases, rescues expired ones, and shuts down gracefully.
 ///
-/// It is composed of small services (Claimer, Completer, Listener, Heartbeater,
-/// Rescuer, Pruner, BreakerReporter, Prober, StatsFlusher, SettingsRefresher), each
-/// on a thread and connection of its own, started in order and stopped in reverse
-/// order. Jobs run as child tasks of one task group (`JobRunner`). Which jobs the
-/// worker holds, and how far a shutdown has come, is one value,
-/// `WorkerStateMachine`, changed only under `stateLock`.
+/// It is composed of small services, started in order and stopped in reverse order:
+/// Heartbeater, Completer, Listener and Claimer each on a thread and connection of
+/// its own; the light ones (BreakerReporter, StatsFlusher, Prober, SettingsRefresher,
+/// Rescuer, Pruner, Scheduler) in turn on one housekeeping thread and connection
+/// (`ServiceBundle`): five connections in all. Jobs run as child tasks of one task
+/// group (`JobRunner`). Which jobs the worker holds, and how far a shutdown has come,
+/// is one value, `WorkerStateMachine`, changed only under `stateLock`.
 public final class Worker: @unchecked Sendable {
     public let id: UUID
     public let configuration: WorkerConfiguration
@@ -45,6 +46,7 @@ public final class Worker: @unchecked Sendable {
     var prober: Prober!
     var scheduler: Scheduler?
     var claimer: Claimer!
+
     private var threads: [String: ServiceThread] = [:]
     private var startOrder: [ServiceThread] = []
 
@@ -164,9 +166,11 @@ public final class Worker: @unchecked Sendable {
     /// services in reverse order and lets `run` return.
     private func startSupervisorThread() {
         let thread = Thread { [self] in
+            ServiceThread.nameCurrentThread("courier-supervis")
             while !runLock.withLock({ shutdownStarted }) { stateChanged.wait(timeout: .seconds(3600)) }
-            // Claiming ends first: the claimer and prober were started last.
-            stop([proberThread, claimerThread])
+            // Claiming ends first: the claimer was started last. (The prober, in the housekeeping
+            // thread, wins nothing once shutdown began: it probes only into free slots, and there are none.)
+            stop([claimerThread])
             while true {
                 let (phase, deadline) = withState { ($0.phase, $0.nextDeadline) }
                 if phase == .flushing { break }
@@ -175,7 +179,7 @@ public final class Worker: @unchecked Sendable {
                 perform(withState { $0.tick(now: clock.instant()) })
             }
             runner.finish()
-            stop(startOrder.filter { $0 !== proberThread && $0 !== claimerThread })
+            stop(startOrder.filter { $0 !== claimerThread })
             withState { $0.stopped() }
             let continuation = runLock.withLock { () -> CheckedContinuation<Void, Never>? in
                 defer { stoppedContinuation = nil }
@@ -212,7 +216,6 @@ public final class Worker: @unchecked Sendable {
     }
 
     var heartbeaterThread: ServiceThread { threads[heartbeater.name]! }
-    var proberThread: ServiceThread { threads[prober.name]! }
     var claimerThread: ServiceThread { threads[claimer.name]! }
 
     /// Builds the services, each with its own session and thread.
@@ -270,41 +273,31 @@ public final class Worker: @unchecked Sendable {
                             })
         _ = thread(for: listener, gate: gate, needsSchema: false)
 
+        // The light services share one thread and one connection (see ServiceBundle): none
+        // of them renews leases, claims or acknowledges.
         gate = StopGate()
-        rescuer = Rescuer(configuration: .init(configuration), session: session(gate), logger: logger, metrics: metrics)
-        _ = thread(for: rescuer, gate: gate)
-
-        gate = StopGate()
-        pruner = Pruner(configuration: .init(configuration), session: session(gate))
-        _ = thread(for: pruner, gate: gate)
-
-        gate = StopGate()
-        breakerReporter = BreakerReporter(configuration: .init(configuration, worker: id), session: session(gate), logger: logger,
+        let housekeeping = session(gate)
+        rescuer = Rescuer(configuration: .init(configuration), session: housekeeping, logger: logger, metrics: metrics)
+        pruner = Pruner(configuration: .init(configuration), session: housekeeping)
+        breakerReporter = BreakerReporter(configuration: .init(configuration, worker: id), session: housekeeping, logger: logger,
                                           jitteredCooldown: { [unowned self] policy in
                                               withRandom { policy.jitteredCooldown(policy.cooldown, using: &$0) }
                                           })
-        let reporterThread = thread(for: breakerReporter, gate: gate)
-        breakerReporter.wake = { reporterThread.wake() }
-
-        gate = StopGate()
-        statsFlusher = StatsFlusher(session: session(gate))
-        _ = thread(for: statsFlusher, gate: gate)
-
-        gate = StopGate()
-        settings = SettingsRefresher(base: configuration.retryPolicy, session: session(gate))
-        _ = thread(for: settings, gate: gate)
-
-        gate = StopGate()
-        prober = Prober(configuration: .init(configuration, worker: id), session: session(gate), intake: self, logger: logger)
-        _ = thread(for: prober, gate: gate)
-
+        statsFlusher = StatsFlusher(session: housekeeping)
+        settings = SettingsRefresher(base: configuration.retryPolicy, session: housekeeping)
+        prober = Prober(configuration: .init(configuration, worker: id), session: housekeeping, intake: self, logger: logger)
+        // In run order; they finish (final writes) in reverse: the breaker report and the statistics first.
+        var members: [any WorkerService] = [breakerReporter, statsFlusher, prober, settings, rescuer, pruner]
         if configuration.scheduler.enabled {
-            gate = StopGate()
-            let scheduler = Scheduler(configuration: configuration.scheduler, session: session(gate), logger: logger,
+            let scheduler = Scheduler(configuration: configuration.scheduler, session: housekeeping, logger: logger,
                                       metrics: metrics, mayRun: { [unowned self] in claimer.missingMigrations.isEmpty })
             self.scheduler = scheduler
-            _ = thread(for: scheduler, gate: gate)
+            members.append(scheduler)
         }
+        let bundle = ServiceBundle(name: "courier-housekeep", members: members, clock: clock.instant)
+        let bundleThread = thread(for: bundle, gate: gate)
+        bundle.wakeThread = { bundleThread.wake() }
+        breakerReporter.wake = { [unowned self, unowned bundle] in bundle.wake(breakerReporter) }
 
         gate = StopGate()
         claimer = Claimer(configuration: .init(configuration, worker: id), session: session(gate), intake: self,
@@ -312,12 +305,14 @@ public final class Worker: @unchecked Sendable {
         _ = thread(for: claimer, gate: gate, needsSchema: false)
         claimer.onSchemaReady = { [unowned self] in startOrder.forEach { $0.wake() } }
         completer.requeued = { [unowned self] in claimerThread.wake() }
+        completer.backlogCleared = { [unowned self] in claimerThread.wake() }
     }
 }
 
 extension Worker: JobIntake {
     var freeSlots: Int { withState { $0.freeSlots } }
     var heldCount: Int { withState { $0.jobs.count } }
+    var slots: (free: Int, held: Int) { withState { ($0.freeSlots, $0.jobs.count) } }
 
     func accept(_ jobs: [ClaimedJob], probeGeneration: Int64?) {
         guard !jobs.isEmpty else { return }

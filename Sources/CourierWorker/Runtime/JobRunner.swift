@@ -1,34 +1,32 @@
 import Foundation
 
 /// Runs jobs as child tasks of one task group, for the life of the worker. Jobs
-/// arrive from the claiming threads through `submit`; each can be aborted on its
-/// own (operator cancel, shutdown after the grace) through `cancel`. The group
-/// ends once `finish` was called and every job has returned.
-final class JobRunner: @unchecked Sendable {
+/// arrive from the claiming threads through `submit`, one stream element per claim;
+/// each can be aborted on its own (operator cancel, shutdown after the grace) through
+/// `cancel`, which cancels that job's own child task (see `JobCancellations`): no
+/// second task per job watches for it. The group ends once `finish` was called and
+/// every job has returned.
+final class JobRunner: Sendable {
     typealias Lease = WorkerStateMachine.Lease
 
-    private let stream: AsyncStream<Lease>
-    private let continuation: AsyncStream<Lease>.Continuation
-    private let lock = NSLock()
-    private var cancellations: [Lease: JobCancellation] = [:]
+    private let stream: AsyncStream<[Lease]>
+    private let continuation: AsyncStream<[Lease]>.Continuation
+    private let cancellations = JobCancellations()
 
     init() {
-        (stream, continuation) = AsyncStream<Lease>.makeStream()
+        (stream, continuation) = AsyncStream<[Lease]>.makeStream()
     }
 
     /// Hands leases to the group (callable from any thread).
     func submit(_ leases: [Lease]) {
-        lock.withLock {
-            for lease in leases { cancellations[lease] = JobCancellation() }
-        }
-        for lease in leases { continuation.yield(lease) }
+        guard !leases.isEmpty else { return }
+        cancellations.expect(leases)
+        continuation.yield(leases)
     }
 
     /// Aborts running jobs: their tasks see cancellation (an HTTP request is aborted).
-    func cancel(_ leases: [Lease]) {
-        let found = lock.withLock { leases.compactMap { cancellations[$0] } }
-        found.forEach { $0.cancel() }
-    }
+    /// A job submitted but not yet started is cancelled as it starts.
+    func cancel(_ leases: [Lease]) { cancellations.cancel(leases) }
 
     /// No more jobs will be submitted; `run` returns once the running ones are done.
     func finish() { continuation.finish() }
@@ -36,52 +34,68 @@ final class JobRunner: @unchecked Sendable {
     /// Runs every submitted job with `execute` until `finish` and the last job ends.
     func run(_ execute: @escaping @Sendable (Lease) async -> Void) async {
         await withDiscardingTaskGroup { group in
-            for await lease in stream {
-                let cancellation = lock.withLock { cancellations[lease] } ?? JobCancellation()
-                group.addTask { [self] in
-                    // The job and a watcher for its cancellation race; whichever ends first
-                    // cancels the other, so an abort reaches the job as task cancellation.
-                    await withTaskGroup(of: Void.self) { race in
-                        race.addTask { await execute(lease) }
-                        race.addTask { await cancellation.wait() }
-                        await race.next()
-                        race.cancelAll()
+            for await leases in stream {
+                for lease in leases {
+                    group.addTask { [cancellations] in
+                        withUnsafeCurrentTask { task in cancellations.started(lease, task: task) }
+                        await execute(lease)
+                        cancellations.ended(lease)
                     }
-                    lock.withLock { _ = cancellations.removeValue(forKey: lease) }
                 }
             }
         }
     }
 }
 
-/// A one-shot cancellation a job's watcher task waits on.
-final class JobCancellation: @unchecked Sendable {
+/// Which job task to cancel for a lease, keyed by (id, attempt).
+///
+/// A job's task registers itself when it starts and unregisters before it returns;
+/// `cancel` cancels it directly under the same lock, so a task reference is never used
+/// after its task ended. A cancel that arrives between submit and start is remembered
+/// and applied when the task starts. Leases never submitted are ignored.
+final class JobCancellations: @unchecked Sendable {
+    typealias Lease = WorkerStateMachine.Lease
+
+    private enum Entry {
+        case waiting(cancelled: Bool)
+        case running(UnsafeCurrentTask?)
+    }
+
     private let lock = NSLock()
-    private var cancelled = false
-    private var waiter: CheckedContinuation<Void, Never>?
+    private var entries: [Lease: Entry] = [:]
 
-    func cancel() {
-        let resume = lock.withLock { () -> CheckedContinuation<Void, Never>? in
-            cancelled = true
-            defer { waiter = nil }
-            return waiter
+    /// Leases about to be handed to the group.
+    func expect(_ leases: [Lease]) {
+        lock.withLock {
+            for lease in leases { entries[lease] = .waiting(cancelled: false) }
         }
-        resume?.resume()
     }
 
-    /// Returns when cancelled, or when the waiting task itself is cancelled.
-    func wait() async {
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let resumeNow = lock.withLock { () -> Bool in
-                    if cancelled || Task.isCancelled { return true }
-                    waiter = continuation
-                    return false
+    /// Called by the job's own task as it starts; cancels it at once if asked before.
+    func started(_ lease: Lease, task: UnsafeCurrentTask?) {
+        lock.withLock {
+            if case .waiting(cancelled: true)? = entries[lease] { task?.cancel() }
+            entries[lease] = .running(task)
+        }
+    }
+
+    /// Called by the job's own task before it returns.
+    func ended(_ lease: Lease) {
+        lock.withLock { _ = entries.removeValue(forKey: lease) }
+    }
+
+    func cancel(_ leases: [Lease]) {
+        lock.withLock {
+            for lease in leases {
+                switch entries[lease] {
+                case .waiting?: entries[lease] = .waiting(cancelled: true)
+                case .running(let task)?: task?.cancel()
+                case nil: break
                 }
-                if resumeNow { continuation.resume() }
             }
-        } onCancel: {
-            cancel()
         }
     }
+
+    /// Leases submitted or running (for tests).
+    var count: Int { lock.withLock { entries.count } }
 }

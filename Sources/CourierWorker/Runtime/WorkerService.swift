@@ -64,6 +64,7 @@ final class ServiceThread: @unchecked Sendable {
     func start() {
         lock.withLock { started = true }
         let thread = Thread { [self] in
+            Self.nameCurrentThread(service.name)
             while !gate.isStopRequested {
                 guard ready() else {
                     work.wait(timeout: .milliseconds(250))
@@ -79,6 +80,18 @@ final class ServiceThread: @unchecked Sendable {
         thread.name = service.name
         thread.stackSize = 1 << 20
         thread.start()
+    }
+
+    /// Names the OS thread (what `top -H` and /proc/PID/task/*/comm show; Linux keeps 15
+    /// bytes). Foundation's `Thread.name` does not reach the OS thread here, so without this
+    /// every service thread carries the name of the pool thread that started it.
+    static func nameCurrentThread(_ name: String) {
+        // pthread_setname_np is not visible to Swift here; the kernel takes the name from this file.
+        let fd = open("/proc/thread-self/comm", O_WRONLY)
+        guard fd >= 0 else { return }
+        defer { close(fd) }
+        let bytes = Array(name.utf8.prefix(15))
+        _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
     }
 
     /// Cuts the current wait short (work arrived).

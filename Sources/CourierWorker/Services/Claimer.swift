@@ -8,13 +8,17 @@ protocol JobIntake: AnyObject, Sendable {
     var freeSlots: Int { get }
     /// Jobs held right now.
     var heldCount: Int { get }
+    /// Free slots and held jobs, read together.
+    var slots: (free: Int, held: Int) { get }
     /// Takes over jobs a claim or a won probe returned.
     func accept(_ jobs: [ClaimedJob], probeGeneration: Int64?)
 }
 
 /// Leases batches of jobs sized to the free slots, round-robin over the queues, and
-/// hands them to the worker. Waits for NOTIFY (via `wake`), a retry falling due, or
-/// the poll interval. Claims nothing until the database has every migration.
+/// hands them to the worker. When to claim is `ClaimTrigger`'s decision. Waits for
+/// NOTIFY (via `wake`), enough free slots (the jobs' side wakes it at the trigger's
+/// threshold, not per job), a retry falling due, or the poll interval. Claims nothing
+/// until the database has every migration.
 final class Claimer: WorkerService, @unchecked Sendable {
     struct Configuration: Sendable {
         var worker: UUID
@@ -27,6 +31,8 @@ final class Claimer: WorkerService, @unchecked Sendable {
         var pollInterval: Duration
         /// How often a worker still missing migrations looks again. Default 2 s.
         var schemaRecheck: Duration = .seconds(2)
+        /// When to claim (threshold and linger).
+        var trigger: ClaimTrigger
 
         init(_ c: WorkerConfiguration, worker: UUID) {
             self.worker = worker
@@ -35,6 +41,7 @@ final class Claimer: WorkerService, @unchecked Sendable {
             concurrency = c.concurrency
             leaseMilliseconds = Int(c.lease.milliseconds)
             pollInterval = c.pollInterval
+            trigger = ClaimTrigger(claimBatch: c.claimBatch, concurrency: c.concurrency)
         }
     }
 
@@ -52,6 +59,10 @@ final class Claimer: WorkerService, @unchecked Sendable {
     private let lock = NSLock()
     private var missing: [String] = []
     private var nextRetryDue: ContinuousClock.Instant?
+    /// The last claim came back full: more jobs are probably runnable.
+    private var moreWaiting = false
+    /// When this thread first saw a free slot since its last claim.
+    private var freeSince: ContinuousClock.Instant?
     /// Called once the schema is found complete (wakes the services that waited for it).
     var onSchemaReady: (@Sendable () -> Void)?
 
@@ -85,12 +96,16 @@ final class Claimer: WorkerService, @unchecked Sendable {
             // Per-queue retry settings before the first claim; the refresher keeps them fresh.
             settings.refresh(using: session)
         }
-        let held = intake.heldCount
-        let free = intake.freeSlots
-        let fullBatch = min(configuration.claimBatch, configuration.concurrency)
-        // Batch claims while busy; claim at once when idle so pickup stays fast.
-        let threshold = held == 0 ? 1 : max(1, fullBatch / 2)
-        guard free >= threshold, !completer.isBacklogged else { return nextWait(now: now) }
+        let (free, held) = intake.slots
+        if free > 0 && freeSince == nil { freeSince = now }
+        switch configuration.trigger.decide(free: free, held: held, backlogged: completer.isBacklogged,
+                                            moreWaiting: moreWaiting, freeSince: freeSince, now: now) {
+        case .sleep: return nextWait(now: now)
+        case .wait(let linger): return min(linger, nextWait(now: now))
+        case .claim: break
+        }
+        freeSince = nil
+        moreWaiting = false
         let queues = configuration.queues
         for _ in 0..<queues.count {
             let queue = queues[nextQueue % queues.count]
@@ -105,7 +120,10 @@ final class Claimer: WorkerService, @unchecked Sendable {
             metrics.recordClaim(batch: jobs.count)
             intake.accept(jobs, probeGeneration: nil)
             // A full batch: more may be waiting, claim again at once.
-            if jobs.count == want { return .zero }
+            if jobs.count == want {
+                moreWaiting = true
+                return .zero
+            }
         }
         return nextWait(now: now)
     }

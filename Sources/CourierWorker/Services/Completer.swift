@@ -42,6 +42,8 @@ final class Completer: WorkerService, @unchecked Sendable {
     var wake: @Sendable () -> Void = {}
     /// Called after a batch that put jobs back in the queue (retries, hand-backs).
     var requeued: @Sendable () -> Void = {}
+    /// Called once a backlog that held the claimer back has been written.
+    var backlogCleared: @Sendable () -> Void = {}
 
     private let lock = NSLock()
     private var pending: [Acknowledgement] = []
@@ -62,7 +64,8 @@ final class Completer: WorkerService, @unchecked Sendable {
     var count: Int { lock.withLock { pending.count } }
 
     /// So many results wait that claiming more would only grow the pile.
-    var isBacklogged: Bool { count > configuration.batch * 4 }
+    var isBacklogged: Bool { count > backlogLimit }
+    private var backlogLimit: Int { configuration.batch * 4 }
 
     /// Queues a result (from any task or thread).
     func append(_ item: Acknowledgement) {
@@ -83,7 +86,10 @@ final class Completer: WorkerService, @unchecked Sendable {
             return configuration.flushInterval - (now - oldest)
         }
         while writeOneBatch() {}
-        return count > 0 ? .milliseconds(1) : .seconds(1)
+        let left = count
+        // The claimer skipped claims while the pile was high: tell it there is room again.
+        if queued > backlogLimit && left <= backlogLimit { backlogCleared() }
+        return left > 0 ? .milliseconds(1) : .seconds(1)
     }
 
     /// Writes whatever is left, trying for at most the final-flush timeout.
