@@ -75,7 +75,9 @@ public struct HTTPJobHandler: JobHandler {
         guard let url = job.url else { return .failure(Refusal(message: "the job has no url")) }
         var headers: [HTTPHeader] = []
         var secretValues: [String] = []
-        let stored = (try? JSONSerialization.jsonObject(with: Data(job.headersJSON.utf8))) as? [String: Any] ?? [:]
+        // Most jobs store no headers: skip the JSON parser for them (it runs on every attempt).
+        let stored = job.headersJSON == "{}" ? [:]
+            : (try? JSONSerialization.jsonObject(with: Data(job.headersJSON.utf8))) as? [String: Any] ?? [:]
         for name in stored.keys.sorted() {
             if let value = stored[name] as? String {
                 headers.append(HTTPHeader(name: name, value: value))
