@@ -140,7 +140,8 @@ extension Worker {
                 let pause = max(Int64(0), Int64(notBefore.timeIntervalSince(clock.now()) * 1000))
                 acknowledge(.destinationPause(destination: job.destination, milliseconds: pause))
             }
-            acknowledge(.retry(.init(id: job.id, attempt: job.attempt, delayMilliseconds: Int64(delay.milliseconds), errorJSON: error)))
+            acknowledge(.retry(.init(id: job.id, attempt: job.attempt, delayMilliseconds: Int64(delay.milliseconds), errorJSON: error,
+                                     usesAttempt: interruption != nil || RetryDecider.usesAttempt(classification, job: facts))))
             metrics.recordRetry(delay: delay)
             statsFlusher.recordRetry(statsKey, delayMilliseconds: Int64(delay.milliseconds))
             claimer.noteRetry(due: clock.instant() + delay)

@@ -1,5 +1,6 @@
 import CourierCLI
 import CourierControl
+import CourierCore
 import Foundation
 import Testing
 
@@ -138,7 +139,7 @@ struct JobctlCommandsTests {
         #expect(command.value("method") == "POST")
         #expect(command.value("queue") == "default")
         #expect(command.value("priority") == "0")
-        #expect(command.value("max-attempts") == "5")
+        #expect(command.value("max-attempts") == String(JobDefaults.maxAttempts))
         #expect(!command.flag("no-idempotency-key"))
     }
 
