@@ -39,7 +39,7 @@ $$;
 --    of a partner it does not send to. Its explicit destination must be the URL's own
 --    (scheme://host:port) or a sub-key of it (that, then '/' and a label), and a Swift
 --    handler job's must be 'job:<kind>' or a sub-key of it. Workers and operators (and
---    superusers) may still name any label. The check runs only for enqueuers' rows (the
+--    superusers, and the owner of courier.jobs) may still name any label. The check runs only for enqueuers' rows (the
 --    trigger's WHEN clause), so workers' and jobctl's inserts pay one role lookup.
 create function courier.check_enqueuer_destination() returns trigger
 language plpgsql security definer set search_path = pg_catalog, pg_temp as $$
@@ -47,6 +47,11 @@ declare
     v_own text := case when new.kind = 'http' then courier.destination_of(new.url) else 'job:' || new.kind end;
 begin
     if new.destination = v_own or left(new.destination, length(v_own) + 1) = v_own || '/' then
+        return new;
+    end if;
+    -- The schema's owner (who ran the migrations) is an operator too, member or not.
+    if pg_catalog.pg_has_role(session_user, (select c.relowner from pg_catalog.pg_class c where c.oid = 'courier.jobs'::regclass),
+                              'MEMBER') then
         return new;
     end if;
     raise exception 'destination % is not this job''s own (%): an enqueuer may name only its URL''s destination or a sub-key of it (%/...)',
