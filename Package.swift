@@ -67,7 +67,7 @@ let package = Package(
         .testTarget(name: "CourierCLITests", dependencies: ["CourierCLI", "CourierCore"]),
         .testTarget(name: "CourierHTTPServerTests", dependencies: ["CourierHTTPServer", "CourierCore"]),
         .testTarget(name: "CourierWorkerTests", dependencies: ["CourierWorker", "CourierHTTPServer", "CourierCLI", "CourierTestSupport"], exclude: ["Golden", "Receivers"]),
-        .testTarget(name: "CourierDashboardTests", dependencies: ["CourierDashboard", "CourierHTTPServer", "CourierStore", "CourierTestSupport"],
+        .testTarget(name: "CourierDashboardTests", dependencies: ["CourierDashboard", "CourierHTTPServer", "CourierStore", "CourierTestSupport", "Postgres"],
                     exclude: ["Browser"]),
         .testTarget(name: "CourierControlTests", dependencies: ["CourierControl", "CourierTestSupport"], exclude: ["Golden"]),
     ]

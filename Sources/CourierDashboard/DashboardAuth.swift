@@ -82,7 +82,9 @@ public final class DashboardAuth: @unchecked Sendable {
         } else if let colon = name.lastIndex(of: ":"), !name[..<colon].contains(":") {
             name = String(name[..<colon])
         }
-        if name == "localhost" || name == "::1" || name.hasPrefix("127.") { return true }
+        let parts = name.split(separator: ".", omittingEmptySubsequences: false)
+        let loopbackV4 = parts.count == 4 && parts[0] == "127" && parts.allSatisfy { !$0.isEmpty && $0.count <= 3 && $0.allSatisfy(\.isASCIIDigit) }
+        if name == "localhost" || name == "::1" || loopbackV4 { return true }
         if let listenHost, !listenHost.isEmpty, listenHost != "0.0.0.0", listenHost != "::" { return name == listenHost.lowercased() }
         return false
     }

@@ -85,6 +85,20 @@ public final class DashboardStore: @unchecked Sendable {
         public var liveWorkers: Int
         public var takenAt: Date
 
+        public init(queues: [DashboardQueries.QueueLoad], held: DashboardQueries.CappedCount, estimatedRows: [String: Int],
+                    deadLetters: [String: DashboardQueries.CappedCount], perMinute: [DashboardQueries.MinuteAttempts],
+                    attemptsByClass: [String: Int], openBreakers: [OpenBreaker], liveWorkers: Int, takenAt: Date) {
+            self.queues = queues
+            self.held = held
+            self.estimatedRows = estimatedRows
+            self.deadLetters = deadLetters
+            self.perMinute = perMinute
+            self.attemptsByClass = attemptsByClass
+            self.openBreakers = openBreakers
+            self.liveWorkers = liveWorkers
+            self.takenAt = takenAt
+        }
+
         public struct OpenBreaker: Sendable, Equatable, Encodable {
             public var destination: String
             public var state: String
