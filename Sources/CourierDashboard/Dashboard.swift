@@ -59,7 +59,8 @@ public final class Dashboard: Sendable {
               + "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"),
         .init("X-Content-Type-Options", "nosniff"),
         .init("X-Frame-Options", "DENY"),
-        .init("Referrer-Policy", "no-referrer"),
+        // Not no-referrer: with it, browsers send `Origin: null` on the dashboard's own form POSTs.
+        .init("Referrer-Policy", "same-origin"),
     ]
 
     /// Answers one request (the whole dashboard).

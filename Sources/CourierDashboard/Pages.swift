@@ -67,7 +67,7 @@ enum Pages {
         return """
             <!doctype html><html lang="en"><head><meta charset="utf-8"><title>\(title) · Courier</title>\
             <meta name="viewport" content="width=device-width, initial-scale=1">\
-            <meta name="csrf-token" content="\(csrf)"><link rel="stylesheet" href="/assets/app.css">\
+            <meta name="csrf-token" content="\(csrf)"><link rel="icon" href="data:,"><link rel="stylesheet" href="/assets/app.css">\
             <script src="/assets/app.js" defer></script></head><body>\
             <header><strong>Courier</strong> <nav>\(links)</nav> \(badge) \(logout)</header><main>\(body)</main></body></html>
             """
