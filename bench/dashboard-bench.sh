@@ -73,7 +73,7 @@ dead_mid=$(psql -At "$DATABASE_URL" -c "select (extract(epoch from failed_at)*10
 urls=(
     "/" "/api/stats" "/queues" "/jobs" "/jobs?queue=q2" "/jobs?state=available&destination=http%3A%2F%2Fd17.example%3A80"
     "/jobs?q=no-such-text" "/jobs?after=$mid" "/jobs/$mid" "/api/jobs" "/api/jobs/$mid"
-    "/dead" "/dead?reason=ambiguous" "/dead?destination=http%3A%2F%2Fd17.example%3A80" "/dead?since=-1d&until=-12h"
+    "/dead" "/dead?reason=ambiguous" "/dead?destination=http%3A%2F%2Fd17.example%3A80" "/dead?since=-24h&until=-12h"
     "/dead?after=$dead_mid" "/dead/$(( dead / 2 ))" "/api/dead" "/api/dead?reason=deadline"
     "/dead/replay?reason=ambiguous&destination=http%3A%2F%2Fd17.example%3A80" "/dead/replay?reason=ambiguous"
     "/breakers" "/api/breakers" "/destinations" "/workers" "/api/workers" "/schedules"
@@ -94,11 +94,11 @@ for path in "${urls[@]}"; do
         read -r status t < <(curl -s -o /dev/null -w "%{http_code} %{time_total}\n" "$base$path")
         times+=("$t")
     done
-    printf '%s\n' "${times[@]}" | python3 -c "
+    printf '%s\n' "${times[@]}" | python3 -c '
 import sys, statistics
 v = sorted(float(x) * 1000 for x in sys.stdin)
 p95 = v[min(len(v) - 1, int(round(0.95 * (len(v) - 1))))]
-print('| \`$path\` | $status | %.1f | %.1f | %.1f |' % (statistics.median(v), p95, v[-1]))
-" | tee -a "$out"
+print("| `%s` | %s | %.1f | %.1f | %.1f |" % (sys.argv[1], sys.argv[2], statistics.median(v), p95, v[-1]))
+' "$path" "$status" | tee -a "$out"
 done
 echo >&2 "written to $out"

@@ -16,8 +16,8 @@ public final class Dashboard: Sendable {
         public var token: String?
         /// How long the overview snapshot is reused, whatever the number of browsers. Default 1 s.
         public var snapshotLifetime: Duration = .seconds(1)
-        /// How many dead letters one replay from the dashboard takes at most. Default 100,000.
-        public var replayCap = 100_000
+        /// How many dead letters one replay (and its preview) from the dashboard takes at most. Default 50,000.
+        public var replayCap = 50_000
 
         public init(listen: HTTPServerAddress) {
             self.listen = listen

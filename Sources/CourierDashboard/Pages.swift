@@ -172,7 +172,7 @@ enum Pages {
             let breaker = breakerByName[name]
             return """
                 <tr><td><a href="/jobs?destination=\(HTTPForm.percentEncode(name))">\(name)</a></td><td>\(breaker?.state ?? "closed")</td>\
-                <td>\(breaker.map { count($0.waiting) } ?? "–")</td><td>\(policyByName[name]?.signingSecret ?? "–")</td><td class="actions"></td></tr>
+                <td>\(breaker?.waiting.map(count) ?? "–")</td><td>\(policyByName[name]?.signingSecret ?? "–")</td><td class="actions"></td></tr>
                 """
         }
         return """
@@ -326,14 +326,14 @@ enum Pages {
             }
             return """
                 <tr><td>\(b.destination)</td><td class="state-\(b.state)">\(b.state)\(b.forced ? " (forced)" : "")</td><td>\(time(b.since))</td>\
-                <td>\(b.consecutiveFailures)</td><td>\(time(b.nextProbeAt))</td><td>\(count(b.waiting))</td><td>\(b.openedCount)</td>\
+                <td>\(b.consecutiveFailures)</td><td>\(time(b.nextProbeAt))</td><td>\(b.waiting.map(count) ?? "–")</td><td>\(b.openedCount)</td>\
                 <td class="actions">\(buttons)</td></tr>
                 """
         }
         let eventRows: [HTML] = events.map { "<li>\(time($0.at)) <strong>\($0.destination)</strong> \($0.from) → \($0.to): \($0.reason) \($0.worker.map { "(\($0))" } ?? "")</li>" }
         return """
             <h1>Breakers</h1><table id="breakers"><thead><tr><th>Destination</th><th>State</th><th>Since</th><th>Failures in a row</th>\
-            <th>Next probe</th><th>Waiting jobs</th><th>Times opened</th><th></th></tr></thead><tbody>\(rows)</tbody></table>
+            <th>Next probe</th><th>Waiting jobs (not closed)</th><th>Times opened</th><th></th></tr></thead><tbody>\(rows)</tbody></table>
             <h2>Latest transitions</h2><ol class="timeline">\(eventRows)</ol>
             """
     }

@@ -23,10 +23,12 @@ public enum DashboardQueries {
         }
     }
 
-    /// Counts in lists and on the overview stop here ("more than 100,000").
-    public static let countCap = 100_000
+    /// Counts in lists and on the overview stop here ("more than 10,000"): counting 10,000
+    /// index entries takes a few milliseconds, 100,000 take tens (measured by
+    /// bench/dashboard-bench.sh), and past this a table size is the planner's estimate.
+    public static let countCap = 10_000
     /// How many rows one filtered page of jobs examines at most before it says "search further".
-    public static let scanWindow = 100_000
+    public static let scanWindow = 50_000
 
     /// One queue's waiting and running jobs.
     public struct QueueLoad: Sendable, Equatable, Encodable {
@@ -38,7 +40,7 @@ public enum DashboardQueries {
     /// Every queue that has runnable jobs, running jobs or settings (at most `limit`), with
     /// capped counts. Queue names come from a skip scan of the runnable index, so 10M jobs
     /// in three queues cost three index probes, not a table scan.
-    public static func queueLoads(limit: Int = 100, on connection: PostgresConnection) throws -> [QueueLoad] {
+    public static func queueLoads(limit: Int = 50, on connection: PostgresConnection) throws -> [QueueLoad] {
         let cap = countCap
         return try connection.query("""
             with recursive runnable(queue) as (
@@ -51,12 +53,14 @@ public enum DashboardQueries {
             ), names as (
                 select queue from runnable where queue is not null
                 union select queue from courier.queue_settings
-                union select queue from courier.jobs where state = 'running'
+                -- Running jobs are few (the fleet's slots): read through the lease index.
+                union select queue from courier.jobs where state = 'running' and lease_expires_at is not null
             )
             select n.queue,
                    (select count(*) from (select 1 from courier.jobs j where j.queue = n.queue and j.state = 'available'
                                           and j.held_since is null limit \(cap + 1)) c)::bigint,
-                   (select count(*) from courier.jobs j where j.queue = n.queue and j.state = 'running')::bigint
+                   (select count(*) from courier.jobs j where j.queue = n.queue and j.state = 'running'
+                                                         and j.lease_expires_at is not null)::bigint
             from names n order by n.queue limit \(limit)
             """).rows.map { row in
             QueueLoad(queue: try row.decode(0, as: String.self),
@@ -108,29 +112,26 @@ public enum DashboardQueries {
         public var failed: Int
     }
 
-    public static func attemptsPerMinute(minutes: Int, on connection: PostgresConnection) throws -> [MinuteAttempts] {
-        try connection.query("""
-            select bucket, coalesce(sum(attempts) filter (where class = 'success'), 0)::bigint,
-                   coalesce(sum(attempts) filter (where class <> 'success'), 0)::bigint
-            from courier.attempt_stats
-            where bucket >= date_trunc('minute', now()) - \(minutes) * interval '1 minute'
-            group by bucket order by bucket
-            """).rows.map { row in
-            MinuteAttempts(minute: try row.decode(0, as: Date.self), succeeded: try row.decode(1, as: Int.self),
-                           failed: try row.decode(2, as: Int.self))
-        }
-    }
-
-    /// Attempts by class (`success` or an error class) over the last `minutes`.
-    public static func attemptsByClass(minutes: Int, on connection: PostgresConnection) throws -> [String: Int] {
-        var counts: [String: Int] = [:]
+    /// Attempts per minute (succeeded and failed) and by class over the last `minutes`, in
+    /// one pass over the workers' per-minute stats.
+    public static func attempts(minutes: Int, on connection: PostgresConnection) throws
+        -> (perMinute: [MinuteAttempts], byClass: [String: Int]) {
+        var perMinute: [Date: MinuteAttempts] = [:]
+        var byClass: [String: Int] = [:]
         for row in try connection.query("""
-            select class, sum(attempts)::bigint from courier.attempt_stats
-            where bucket >= date_trunc('minute', now()) - \(minutes) * interval '1 minute' group by class
+            select bucket, class, sum(attempts)::bigint from courier.attempt_stats
+            where bucket >= date_trunc('minute', now()) - \(minutes) * interval '1 minute'
+            group by bucket, class
             """).rows {
-            counts[try row.decode(0, as: String.self)] = try row.decode(1, as: Int.self)
+            let minute = try row.decode(0, as: Date.self)
+            let errorClass = try row.decode(1, as: String.self)
+            let attempts = try row.decode(2, as: Int.self)
+            byClass[errorClass, default: 0] += attempts
+            var entry = perMinute[minute] ?? MinuteAttempts(minute: minute, succeeded: 0, failed: 0)
+            if errorClass == "success" { entry.succeeded += attempts } else { entry.failed += attempts }
+            perMinute[minute] = entry
         }
-        return counts
+        return (perMinute.values.sorted { $0.minute < $1.minute }, byClass)
     }
 
     // MARK: - Jobs
@@ -277,7 +278,8 @@ public enum DashboardQueries {
 
     // MARK: - Breakers
 
-    /// A breaker for `/breakers`: ``BreakersTable/View`` with its waiting jobs capped.
+    /// A breaker for `/breakers`: ``BreakersTable/View`` with its waiting jobs capped (counted
+    /// only for breakers not closed: those are the ones holding jobs back, and few).
     public struct Breaker: Sendable, Equatable, Encodable {
         public var destination: String
         public var state: String
@@ -286,7 +288,7 @@ public enum DashboardQueries {
         public var consecutiveFailures: Int
         public var nextProbeAt: Date?
         public var openedCount: Int64
-        public var waiting: CappedCount
+        public var waiting: CappedCount?
 
         enum CodingKeys: String, CodingKey {
             case destination, state, since, forced, consecutiveFailures = "consecutive_failures"
@@ -301,8 +303,9 @@ public enum DashboardQueries {
         return try connection.query("""
             select b.destination, b.state, b.changed_at, b.forced, b.consecutive_failures,
                    case when b.state = 'open' and not b.forced then b.open_until end, b.opened_count,
-                   (select count(*) from (select 1 from courier.jobs j where j.destination = b.destination
-                                          and j.state = 'available' limit \(cap + 1)) c)::bigint
+                   case when b.state <> 'closed' then
+                       (select count(*) from (select 1 from courier.jobs j where j.destination = b.destination
+                                              and j.state = 'available' limit \(cap + 1)) c) end::bigint
             from courier.breakers b
             order by b.state <> 'closed' desc, b.destination limit \(limit)
             """).rows.map { row in
@@ -310,7 +313,7 @@ public enum DashboardQueries {
                     since: try row.decode(2, as: Date.self), forced: try row.decode(3, as: Bool.self),
                     consecutiveFailures: try row.decode(4, as: Int.self), nextProbeAt: try row.decode(5, as: Date?.self),
                     openedCount: try row.decode(6, as: Int64.self),
-                    waiting: CappedCount(counted: try row.decode(7, as: Int.self), cap: cap))
+                    waiting: try row.decode(7, as: Int?.self).map { CappedCount(counted: $0, cap: cap) })
         }
     }
 

@@ -114,13 +114,14 @@ public final class DashboardStore: @unchecked Sendable {
 
     public func overview(minutes: Int = 60) throws -> Overview {
         try with { db in
-            Overview(
+            let attempts = try DashboardQueries.attempts(minutes: minutes, on: db)
+            return Overview(
                 queues: try DashboardQueries.queueLoads(on: db),
                 held: try DashboardQueries.heldJobs(on: db),
                 estimatedRows: try DashboardQueries.estimatedRows(on: db),
                 deadLetters: try DashboardQueries.waitingDeadLetters(reasons: DeadLetterReason.allCases.map(\.rawValue), on: db),
-                perMinute: try DashboardQueries.attemptsPerMinute(minutes: minutes, on: db),
-                attemptsByClass: try DashboardQueries.attemptsByClass(minutes: minutes, on: db),
+                perMinute: attempts.perMinute,
+                attemptsByClass: attempts.byClass,
                 openBreakers: try StatsQueries.openBreakers(limit: 20, on: db).map {
                     Overview.OpenBreaker(destination: $0.destination, state: $0.state, seconds: $0.seconds)
                 },
