@@ -12,7 +12,10 @@ extension Dashboard {
         let path = request.path
         switch path {
         case "/api/stats":
-            return Self.json(200, StatsJSON(try snapshot.get()))
+            let (overview, milliseconds) = try snapshot.getTimed()
+            var stats = StatsJSON(overview)
+            stats.snapshotMilliseconds = milliseconds
+            return Self.json(200, stats)
         case "/api/jobs":
             let page = try store.jobsPage(try jobsQuery(params))
             return Self.json(200, JobsPageJSON(jobs: page.jobs, next: page.next.map(String.init), windowExhausted: page.windowExhausted))
@@ -224,6 +227,8 @@ struct StatsJSON: Encodable {
     var overview: DashboardStore.Overview
     var succeeded: String
     var failed: String
+    /// How long the database took to answer this snapshot.
+    var snapshotMilliseconds: Double = 0
 
     init(_ overview: DashboardStore.Overview, minutes: Int = 60) {
         self.overview = overview
@@ -234,12 +239,13 @@ struct StatsJSON: Encodable {
         failed = SVGChart.linePath(bad, maximum: top)
     }
 
-    enum CodingKeys: String, CodingKey { case chart }
+    enum CodingKeys: String, CodingKey { case chart, snapshotMilliseconds = "snapshot_ms" }
     struct Chart: Encodable { var succeeded: String; var failed: String }
 
     func encode(to encoder: Encoder) throws {
         try overview.encode(to: encoder)
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(Chart(succeeded: succeeded, failed: failed), forKey: .chart)
+        try container.encode((snapshotMilliseconds * 10).rounded() / 10, forKey: .snapshotMilliseconds)
     }
 }
