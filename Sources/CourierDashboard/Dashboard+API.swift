@@ -123,9 +123,9 @@ extension Dashboard {
             return ("cancel job \(id): \(outcome.rawValue)", AnyEncodable(["id": "\(id)", "outcome": outcome.rawValue]))
         }
         if let id = Self.id(path, prefix: "/api/jobs/", suffix: "/retry") {
-            let due = try store.jobsRunNow(ids: [id])
-            if due.isEmpty { throw NotFound(message: "no waiting job \(id)") }
-            return ("run job \(id) now", AnyEncodable(["id": "\(id)", "outcome": "due_now"]))
+            let outcome = try store.jobsRetryNow(ids: [id]).first?.outcome ?? .notFound
+            if outcome == .notFound { throw NotFound(message: "no waiting or running job \(id)") }
+            return ("run job \(id) now: \(outcome.rawValue)", AnyEncodable(["id": "\(id)", "outcome": outcome.rawValue]))
         }
         switch path {
         case "/api/dead/replay":

@@ -181,9 +181,9 @@ public final class DashboardStore: @unchecked Sendable {
         try with { try JobsTable.cancel(ids: ids, on: $0) }
     }
 
-    /// Makes waiting jobs due now without using an attempt; returns the ids changed.
-    public func jobsRunNow(ids: [Int64]) throws -> [Int64] {
-        try with { try JobsTable.runNow(ids: ids, on: $0) }
+    /// Makes waiting jobs due now without using an attempt (`jobctl retry`'s operation).
+    public func jobsRetryNow(ids: [Int64]) throws -> [(id: Int64, outcome: JobsTable.SteerOutcome)] {
+        try with { try JobsTable.retryNow(ids: ids, on: $0) }
     }
 
     /// How many waiting dead letters `filter` selects per destination (stopping at `cap` rows).
