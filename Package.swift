@@ -8,6 +8,7 @@ import PackageDescription
 //   CourierHTTPServer (HTTP/1.1 server, router, Prometheus text) -+  |
 //   CourierCLI (argument parsing) -----------------------------------+ (JobworkerCommand)
 //   CourierCLI, CourierStore <- CourierControl <- jobctl
+//   CourierStore, CourierHTTPServer, CourierCLI <- CourierDashboard (web dashboard) <- CourierControl
 //   (CourierStore is the only door to PostgreSQL: nothing above it imports Postgres;
 //    CourierControl still does, see the runtime issue's note)
 //   CCrypto (libcrypto) <- CourierSigning (Standard Webhooks signatures) <- CourierWorker
@@ -50,7 +51,8 @@ let package = Package(
         .target(name: "CourierHTTPServer", dependencies: ["CourierCore"]),
         .target(name: "CourierWorker", dependencies: ["CourierStore", "CourierHTTP", "CourierHTTPServer", "CourierCore", "CourierCLI", "CourierSigning"]),
         .target(name: "CourierCLI", dependencies: ["CourierCore"]),
-        .target(name: "CourierControl", dependencies: ["CourierCLI", "CourierStore", "CourierCore", "Postgres"]),
+        .target(name: "CourierDashboard", dependencies: ["CourierStore", "CourierHTTPServer", "CourierCore", "CourierCLI"]),
+        .target(name: "CourierControl", dependencies: ["CourierCLI", "CourierStore", "CourierCore", "CourierDashboard", "CourierHTTPServer", "Postgres"]),
         .executableTarget(name: "jobctl", dependencies: ["CourierControl"]),
         .executableTarget(name: "jobworker", dependencies: ["CourierWorker", "CourierStore", "CourierCLI"]),
         .executableTarget(name: "courier-bench", dependencies: ["CourierStore", "CourierWorker", "CourierHTTP", "CourierTestSupport", "Postgres"]),
@@ -65,6 +67,8 @@ let package = Package(
         .testTarget(name: "CourierCLITests", dependencies: ["CourierCLI", "CourierCore"]),
         .testTarget(name: "CourierHTTPServerTests", dependencies: ["CourierHTTPServer", "CourierCore"]),
         .testTarget(name: "CourierWorkerTests", dependencies: ["CourierWorker", "CourierHTTPServer", "CourierCLI", "CourierTestSupport"], exclude: ["Golden", "Receivers"]),
+        .testTarget(name: "CourierDashboardTests", dependencies: ["CourierDashboard", "CourierHTTPServer", "CourierStore", "CourierTestSupport", "Postgres"],
+                    exclude: ["Browser"]),
         .testTarget(name: "CourierControlTests", dependencies: ["CourierControl", "CourierTestSupport"], exclude: ["Golden"]),
     ]
 )

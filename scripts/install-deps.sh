@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what Courier needs on Debian or Ubuntu, and nothing that is already there:
 # the PostgreSQL server (for the private devdb cluster), PgBouncer (pooler tests),
+# Chromium and its WebDriver (the dashboard's browser tests),
 # libpq, libcurl and libcrypto headers, time-zone data, and a Python environment in
 # .venv with the PyPI packages the tests use (scripts/requirements-test.txt).
 # Extra Debian package names can be passed as arguments (the benchmark adds nginx-light, wrk).
@@ -13,7 +14,7 @@ if ! command -v swift >/dev/null 2>&1; then
 fi
 
 packages=(postgresql postgresql-contrib libpq-dev libcurl4-openssl-dev libssl-dev pkg-config openssl
-          pgbouncer tzdata python3 python3-venv "$@")
+          pgbouncer tzdata python3 python3-venv chromium chromium-driver "$@")
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -83,6 +83,7 @@ public enum Jobctl {
         case ["schedule", "show"]: try scheduleShow(command, io: io)
         case ["schedule", "pause"], ["schedule", "resume"], ["schedule", "remove"]: try schedulePauseResumeRemove(command, io: io)
         case ["schedule", "apply"]: try scheduleApply(command, io: io)
+        case ["dashboard"]: try dashboard(command, io: io)
         case ["devdb", "start"], ["devdb", "stop"], ["devdb", "status"]: try devdb(command, io: io)
         default:
             throw ControlError.badInput("error: '\(command.commandPath.joined(separator: " "))' is not available in this build")

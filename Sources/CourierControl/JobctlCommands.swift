@@ -24,7 +24,7 @@ public enum JobctlCommands {
             """,
         arguments: [databaseURL],
         subcommands: [migrate, enqueue, list, show, cancel, retry, update, stats, dead, breakers, breaker, queues, queue, destinations,
-                      destinationCommand, schedules, schedule, workers, devdb]
+                      destinationCommand, schedules, schedule, workers, dashboard, devdb]
     )
 
     // MARK: - Shared arguments

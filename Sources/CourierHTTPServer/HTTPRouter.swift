@@ -21,13 +21,17 @@ public struct HTTPRoute: Sendable {
     /// A health probe: answered from the reserved slots too, so a flood of idle
     /// connections cannot make it fail (see ``HTTPServer``).
     public var isProbe: Bool
+    /// The handler may block (it queries a database): it runs on a handler thread,
+    /// never on the server thread (see ``HTTPServer/Limits/handlerThreads``).
+    public var blocking: Bool
     public var handler: HTTPServer.Handler
 
-    public init(_ match: Match, methods: [String] = ["GET"], isProbe: Bool = false,
+    public init(_ match: Match, methods: [String] = ["GET"], isProbe: Bool = false, blocking: Bool = false,
                 handler: @escaping HTTPServer.Handler) {
         self.match = match
         self.methods = methods
         self.isProbe = isProbe
+        self.blocking = blocking
         self.handler = handler
     }
 

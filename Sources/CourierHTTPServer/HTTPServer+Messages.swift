@@ -1,5 +1,6 @@
 extension HTTPServer {
-    /// A parsed request head (the server reads no request body).
+    /// A parsed request: its head, and its body when the server accepts bodies
+    /// (``Limits/maxBodyBytes`` above 0; the length must be given by `Content-Length`).
     public struct Request: Sendable, Equatable {
         public var method: String
         /// The path without its query string.
@@ -10,14 +11,17 @@ extension HTTPServer {
         public var version: String
         /// The header fields in the order received, values trimmed of spaces and tabs.
         public var headers: [Response.Header]
+        /// The body (empty when there was none, or when the server accepts no bodies).
+        public var body: [UInt8]
 
         public init(method: String, path: String, query: String? = nil, version: String = "HTTP/1.1",
-                    headers: [Response.Header] = []) {
+                    headers: [Response.Header] = [], body: [UInt8] = []) {
             self.method = method
             self.path = path
             self.query = query
             self.version = version
             self.headers = headers
+            self.body = body
         }
 
         /// The first value of header `name` (compared case-insensitively).
@@ -69,7 +73,10 @@ extension HTTPServer {
             case 201: "Created"
             case 204: "No Content"
             case 303: "See Other"
+            case 302: "Found"
             case 401: "Unauthorized"
+            case 411: "Length Required"
+            case 413: "Content Too Large"
             case 403: "Forbidden"
             case 400: "Bad Request"
             case 404: "Not Found"
@@ -127,6 +134,27 @@ extension HTTPServer {
             while let last = value.last, last == 0x20 || last == 0x09 { value = value.dropLast() }
             request.headers.append(Response.Header(name, String(decoding: value, as: UTF8.self)))
         }
+        return .request(request)
+    }
+
+    /// Parses the bytes received so far as a head and, when `maxBodyBytes` is above 0, the
+    /// body its `Content-Length` announces (at most `maxBodyBytes`, else 413; a chunked body
+    /// is refused with 411). With `maxBodyBytes` 0 any body is ignored, as before bodies were read.
+    public static func parseRequest(_ bytes: [UInt8], maxHeaderBytes: Int, maxBodyBytes: Int) -> HeadParse {
+        let head = parseHead(bytes, maxHeaderBytes: maxHeaderBytes)
+        guard maxBodyBytes > 0, case .request(var request) = head, let end = headEnd(bytes) else { return head }
+        if request.header("transfer-encoding") != nil {
+            return .reject(status: 411, message: "send the body with Content-Length, not Transfer-Encoding")
+        }
+        let lengths = request.headers.filter { $0.name.lowercased() == "content-length" }.map(\.value)
+        guard let text = lengths.first else { return head }
+        guard Set(lengths).count == 1, !text.isEmpty, text.count <= 12, text.allSatisfy({ $0.isASCII && $0.isNumber }),
+              let length = Int(text) else {
+            return .reject(status: 400, message: "bad Content-Length")
+        }
+        if length > maxBodyBytes { return .reject(status: 413, message: "request body larger than \(maxBodyBytes) bytes") }
+        if bytes.count - end < length { return .incomplete }
+        request.body = Array(bytes[end..<(end + length)])
         return .request(request)
     }
 

@@ -22,7 +22,10 @@ import Glibc
 /// reserved slot evicts such a connection from an ordinary slot, or gets 503.
 ///
 /// Handlers run on the server thread and must be quick and never block on I/O:
-/// they should only read values already in memory.
+/// they should only read values already in memory. A route marked ``HTTPRoute/blocking``
+/// (one that queries a database) runs instead on one of ``Limits/handlerThreads``
+/// handler threads; its connection waits without holding the server thread, and is
+/// answered 503 when the handler takes longer than ``Limits/handlerTimeout``.
 public final class HTTPServer: @unchecked Sendable {
     /// Limits that protect the server from slow and malformed clients.
     public struct Limits: Sendable {
@@ -37,6 +40,13 @@ public final class HTTPServer: @unchecked Sendable {
         public var maxConnections = 64
         /// Further connections held only for probe routes (see ``HTTPRoute/isProbe``). Default 8.
         public var reservedConnections = 8
+        /// The largest request body accepted (413 above it). Default 0: bodies are not read.
+        /// The whole request, body included, must arrive within ``requestTimeout``.
+        public var maxBodyBytes = 0
+        /// Threads that run blocking routes. Default 4.
+        public var handlerThreads = 4
+        /// A blocking route must answer within this, else 503. Default 30 s.
+        public var handlerTimeout: Duration = .seconds(30)
 
         public init() {}
     }
@@ -48,6 +58,11 @@ public final class HTTPServer: @unchecked Sendable {
     public let limits: Limits
     private let handler: Handler
     private let isProbe: @Sendable (Request) -> Bool
+    private let isBlocking: @Sendable (Request) -> Bool
+    /// Runs blocking routes; started with the server when any route may block.
+    private let handlerPool: HandlerPool?
+    /// Answers from the handler threads, by connection serial, waiting for the server thread.
+    private var answered: [(serial: UInt64, response: Response)] = []
 
     private let lock = NSLock()
     private var listener: Int32 = -1
@@ -65,6 +80,8 @@ public final class HTTPServer: @unchecked Sendable {
         self.limits = limits
         self.handler = handler
         self.isProbe = { _ in false }
+        self.isBlocking = { _ in false }
+        self.handlerPool = nil
     }
 
     /// A server answering with `router`'s routes; its probe routes may use the reserved slots.
@@ -73,6 +90,8 @@ public final class HTTPServer: @unchecked Sendable {
         self.limits = limits
         self.handler = { router.respond(to: $0) }
         self.isProbe = { router.isProbe($0) }
+        self.isBlocking = { router.route(for: $0)?.blocking ?? false }
+        self.handlerPool = router.routes.contains(where: \.blocking) ? HandlerPool(threads: max(1, limits.handlerThreads)) : nil
     }
 
     /// The port actually bound (differs from the address's when it asked for port 0).
@@ -134,6 +153,7 @@ public final class HTTPServer: @unchecked Sendable {
                 listener = -1
             }
         }
+        handlerPool?.stop()
         hooks.forEach { $0() }
     }
 
@@ -142,8 +162,10 @@ public final class HTTPServer: @unchecked Sendable {
     // MARK: - The event loop
 
     private struct Connection {
-        enum Phase { case reading, writing, draining }
+        enum Phase { case reading, handling, writing, draining }
         let fd: Int32
+        /// Unique for the server's life (descriptors are reused): matches a handler's answer to its connection.
+        let serial: UInt64
         var phase = Phase.reading
         var input: [UInt8] = []
         var output: [UInt8] = []
@@ -155,10 +177,12 @@ public final class HTTPServer: @unchecked Sendable {
         var accepted: ContinuousClock.Instant
         /// Held in a reserved slot: it may only be answered for a probe route.
         var reserved: Bool
+        /// Whether the answer a handler thread is preparing is sent with its body (not for HEAD).
+        var includeBody = true
 
         /// Whether closing it loses no request in progress: it has not completed a
         /// request head yet, or its answer was sent.
-        var isEvictable: Bool { phase != .writing }
+        var isEvictable: Bool { phase != .writing && phase != .handling }
     }
 
     /// After answering, the server half-closes and reads what the client still sends
@@ -169,6 +193,7 @@ public final class HTTPServer: @unchecked Sendable {
 
     private func serve(listener: Int32, wake: Int32) {
         var connections: [Int32: Connection] = [:]
+        var serial: UInt64 = 0
         defer {
             for fd in connections.keys { close(fd) }
             close(listener)
@@ -176,7 +201,9 @@ public final class HTTPServer: @unchecked Sendable {
         while !isStopping {
             var fds = [pollfd(fd: wake, events: Int16(POLLIN), revents: 0),
                        pollfd(fd: listener, events: Int16(POLLIN), revents: 0)]
-            for connection in connections.values {
+            // A connection waiting for its handler is not polled (a hang-up would wake the loop
+            // without end); its handler's answer arrives through the wake pipe.
+            for connection in connections.values where connection.phase != .handling {
                 fds.append(pollfd(fd: connection.fd, events: Int16(connection.phase == .writing ? POLLOUT : POLLIN), revents: 0))
             }
             let now = ContinuousClock.now
@@ -186,11 +213,12 @@ public final class HTTPServer: @unchecked Sendable {
             if ready < 0 && errno != EINTR { break }
             if fds[0].revents != 0 {
                 var drain = [UInt8](repeating: 0, count: 16)
-                _ = read(wake, &drain, drain.count)
+                while read(wake, &drain, drain.count) > 0 {}
                 if isStopping { break }
+                deliverAnswers(to: &connections)
             }
             if fds[1].revents & Int16(POLLIN) != 0 {
-                acceptAll(listener, into: &connections)
+                acceptAll(listener, into: &connections, serial: &serial)
             }
             for entry in fds.dropFirst(2) where entry.revents != 0 {
                 guard var connection = connections[entry.fd] else { continue }
@@ -198,6 +226,7 @@ public final class HTTPServer: @unchecked Sendable {
                 case .reading: receive(&connection, others: &connections)
                 case .writing: flush(&connection)
                 case .draining: drain(&connection)
+                case .handling: true
                 }
                 if keep {
                     connections[entry.fd] = connection
@@ -208,9 +237,10 @@ public final class HTTPServer: @unchecked Sendable {
             }
             let later = ContinuousClock.now
             for (fd, connection) in connections where connection.deadline <= later {
-                if connection.phase == .reading {
-                    // Best effort: tell the slow client why, then hang up.
-                    let bytes = Response(status: 408, text: "request timeout\n").serialized()
+                if connection.phase == .reading || connection.phase == .handling {
+                    // Best effort: tell the slow client (or the reason the handler was slow) why, then hang up.
+                    let bytes = (connection.phase == .reading ? Response(status: 408, text: "request timeout\n")
+                        : Response(status: 503, text: "the handler took too long\n")).serialized()
                     _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT)) }
                 }
                 close(fd)
@@ -219,7 +249,7 @@ public final class HTTPServer: @unchecked Sendable {
         }
     }
 
-    private func acceptAll(_ listener: Int32, into connections: inout [Int32: Connection]) {
+    private func acceptAll(_ listener: Int32, into connections: inout [Int32: Connection], serial: inout UInt64) {
         while true {
             let fd = accept(listener, nil, nil)
             if fd < 0 { return }  // EAGAIN: nothing more waiting (or a transient error: try at the next poll)
@@ -231,7 +261,8 @@ public final class HTTPServer: @unchecked Sendable {
             }
             let ordinary = connections.values.lazy.filter { !$0.reserved }.count
             let now = ContinuousClock.now
-            connections[fd] = Connection(fd: fd, deadline: now + limits.requestTimeout, accepted: now,
+            serial += 1
+            connections[fd] = Connection(fd: fd, serial: serial, deadline: now + limits.requestTimeout, accepted: now,
                                          reserved: ordinary >= limits.maxConnections)
         }
     }
@@ -257,7 +288,7 @@ public final class HTTPServer: @unchecked Sendable {
     /// Returns false when the connection should be closed.
     private func receive(_ connection: inout Connection, others connections: inout [Int32: Connection]) -> Bool {
         var chunk = [UInt8](repeating: 0, count: 4096)
-        let room = min(chunk.count, limits.maxHeaderBytes + 1 - connection.input.count)
+        let room = min(chunk.count, limits.maxHeaderBytes + limits.maxBodyBytes + 1 - connection.input.count)
         let count = room > 0 ? recv(connection.fd, &chunk, room, Int32(MSG_DONTWAIT)) : 0
         if count < 0 {
             return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR
@@ -266,7 +297,7 @@ public final class HTTPServer: @unchecked Sendable {
         connection.input += chunk[..<count]
         let response: Response
         var includeBody = true
-        switch Self.parseHead(connection.input, maxHeaderBytes: limits.maxHeaderBytes) {
+        switch Self.parseRequest(connection.input, maxHeaderBytes: limits.maxHeaderBytes, maxBodyBytes: limits.maxBodyBytes) {
         case .incomplete:
             return true
         case .reject(let status, let message):
@@ -278,14 +309,55 @@ public final class HTTPServer: @unchecked Sendable {
                 let fd = connection.fd
                 if Self.evictOldest(from: &connections, where: { !$0.reserved && $0.isEvictable && $0.fd != fd }) {
                     connection.reserved = false
-                    response = handler(request)
                 } else {
                     response = Response(status: 503, text: "server busy; only health probes are answered now\n")
+                    return answer(&connection, with: response, includeBody: includeBody)
                 }
+            }
+            if let pool = handlerPool, isBlocking(request) {
+                connection.input = []
+                connection.phase = .handling
+                connection.includeBody = includeBody
+                connection.deadline = ContinuousClock.now + limits.handlerTimeout
+                let serial = connection.serial
+                pool.submit { [self] in
+                    let response = handler(request)
+                    lock.withLock { answered.append((serial, response)) }
+                    wakeUp()
+                }
+                return true
+            }
+            response = handler(request)
+        }
+        return answer(&connection, with: response, includeBody: includeBody)
+    }
+
+    /// Hands answers from the handler threads to their connections (those still open).
+    private func deliverAnswers(to connections: inout [Int32: Connection]) {
+        let ready = lock.withLock { () -> [(serial: UInt64, response: Response)] in
+            defer { answered.removeAll() }
+            return answered
+        }
+        for (serial, response) in ready {
+            guard var connection = connections.values.first(where: { $0.serial == serial && $0.phase == .handling }) else { continue }
+            if answer(&connection, with: response, includeBody: connection.includeBody) {
+                connections[connection.fd] = connection
             } else {
-                response = handler(request)
+                close(connection.fd)
+                connections[connection.fd] = nil
             }
         }
+    }
+
+    private func wakeUp() {
+        let fd = lock.withLock { wakeWrite }
+        guard fd >= 0 else { return }
+        var byte: UInt8 = 1
+        _ = write(fd, &byte, 1)
+    }
+
+    /// Starts sending `response`. Returns false when the connection should be closed.
+    private func answer(_ connection: inout Connection, with response: Response, includeBody: Bool) -> Bool {
         connection.output = response.serialized(includeBody: includeBody)
         connection.input = []
         connection.sent = 0

@@ -27,6 +27,7 @@ extension Migration {
         Migration(version: 13, name: "0013_probe_lease_and_retry_after.sql", bytes: PackageResources._013_probe_lease_and_retry_after_sql),
         Migration(version: 15, name: "0015_retry_defaults_and_enqueuer_destinations.sql",
                   bytes: PackageResources._015_retry_defaults_and_enqueuer_destinations_sql),
+        Migration(version: 16, name: "0016_dashboard_indexes.sql", bytes: PackageResources._016_dashboard_indexes_sql),
     ]
 
     init(version: Int, name: String, bytes: [UInt8]) {

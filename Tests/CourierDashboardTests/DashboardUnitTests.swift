@@ -1,0 +1,143 @@
+@testable import CourierDashboard
+import CourierHTTPServer
+import CourierStore
+import Foundation
+import Testing
+
+@Suite struct HTMLEscapingTests {
+    @Test func interpolatedValuesAreEscapedAndMarkupIsNot() {
+        let hostile = #"<img src=x onerror="alert('1')">&"#
+        let html: HTML = "<td title=\"\(hostile)\">\(hostile)</td>"
+        #expect(html.text == "<td title=\"&lt;img src=x onerror=&quot;alert(&#39;1&#39;)&quot;&gt;&amp;\">&lt;img src=x onerror=&quot;alert(&#39;1&#39;)&quot;&gt;&amp;</td>")
+        let inner: HTML = "<b>\("<i>")</b>"
+        let outer: HTML = "<p>\(inner)</p>"
+        #expect(outer.text == "<p><b>&lt;i&gt;</b></p>", "HTML values nest as markup, strings never do")
+        let missing: String? = nil
+        #expect(HTML("\(missing)").text == "")
+    }
+}
+
+@Suite struct CSRFTests {
+    let session = DashboardAuth.Identity(kind: .session, csrf: "abc123", label: "session x")
+    let bearer = DashboardAuth.Identity(kind: .bearer, csrf: "", label: "token")
+
+    @Test func sameOriginWithTheTokenPasses() {
+        #expect(DashboardAuth.postRefusal(identity: session, origin: "http://127.0.0.1:8377", fetchSite: "same-origin",
+                                          host: "127.0.0.1:8377", sentCSRF: "abc123") == nil)
+        #expect(DashboardAuth.postRefusal(identity: session, origin: nil, fetchSite: nil, host: "h:1", sentCSRF: "abc123") == nil)
+    }
+
+    @Test func anotherOriginOrSiteIsRefused() {
+        #expect(DashboardAuth.postRefusal(identity: session, origin: "http://evil.example", fetchSite: nil,
+                                          host: "127.0.0.1:8377", sentCSRF: "abc123") != nil)
+        #expect(DashboardAuth.postRefusal(identity: session, origin: "null", fetchSite: nil, host: "127.0.0.1:8377", sentCSRF: "abc123") != nil)
+        #expect(DashboardAuth.postRefusal(identity: session, origin: nil, fetchSite: "cross-site", host: "h", sentCSRF: "abc123") != nil)
+        #expect(DashboardAuth.postRefusal(identity: bearer, origin: "http://evil.example", fetchSite: nil, host: "h", sentCSRF: nil) != nil)
+    }
+
+    @Test func aMissingOrWrongTokenIsRefusedButBearerNeedsNone() {
+        #expect(DashboardAuth.postRefusal(identity: session, origin: nil, fetchSite: nil, host: "h", sentCSRF: nil) != nil)
+        #expect(DashboardAuth.postRefusal(identity: session, origin: nil, fetchSite: nil, host: "h", sentCSRF: "abc124") != nil)
+        #expect(DashboardAuth.postRefusal(identity: session, origin: nil, fetchSite: nil, host: "h", sentCSRF: "") != nil)
+        #expect(DashboardAuth.postRefusal(identity: bearer, origin: nil, fetchSite: nil, host: "h", sentCSRF: nil) == nil)
+    }
+
+    @Test func localHostNames() {
+        #expect(DashboardAuth.isLocalHost("127.0.0.1:8377", listenHost: "127.0.0.1"))
+        #expect(DashboardAuth.isLocalHost("localhost:8377", listenHost: "127.0.0.1"))
+        #expect(DashboardAuth.isLocalHost("[::1]:8377", listenHost: nil))
+        #expect(DashboardAuth.isLocalHost("10.0.0.5:8377", listenHost: "10.0.0.5"))
+        #expect(!DashboardAuth.isLocalHost("evil.example:8377", listenHost: "127.0.0.1"))
+        #expect(!DashboardAuth.isLocalHost("evil.example", listenHost: "0.0.0.0"))
+        #expect(!DashboardAuth.isLocalHost(nil, listenHost: "127.0.0.1"))
+        #expect(!DashboardAuth.isLocalHost("127.0.0.1.evil.example:8377", listenHost: nil), "a name that starts like loopback")
+        #expect(DashboardAuth.isLocalHost("127.0.0.2", listenHost: nil))
+    }
+
+    @Test func constantTimeComparison() {
+        #expect(DashboardAuth.constantTimeEqual("secret", "secret"))
+        #expect(!DashboardAuth.constantTimeEqual("secret", "secreT"))
+        #expect(!DashboardAuth.constantTimeEqual("secret", "secret2"))
+        #expect(!DashboardAuth.constantTimeEqual("", "x"))
+    }
+
+    @Test func loginMakesSessionsOnlyForTheToken() {
+        let auth = DashboardAuth(token: "the-token-0123456789")
+        #expect(auth.login(candidate: "wrong") == nil)
+        let session = auth.login(candidate: "the-token-0123456789")
+        #expect(session?.count == 64)
+        let request = HTTPServer.Request(method: "GET", path: "/", headers: [.init("Cookie", "a=b; courier_session=\(session ?? "")")])
+        #expect(auth.identify(request)?.kind == .session)
+        #expect(auth.identify(HTTPServer.Request(method: "GET", path: "/"))  == nil)
+        #expect(DashboardAuth(token: nil).identify(HTTPServer.Request(method: "GET", path: "/"))?.kind == .local)
+    }
+}
+
+@Suite struct SVGChartTests {
+    @Test func pathsSpanTheAreaAndScaleToTheMaximum() {
+        #expect(SVGChart.linePath([]) == "")
+        #expect(SVGChart.linePath([5], width: 600, height: 120) == "M0,0")
+        #expect(SVGChart.linePath([0, 5, 10], width: 600, height: 120) == "M0,120 L300,60 L600,0")
+        #expect(SVGChart.linePath([1, 2], maximum: 4, width: 100, height: 10) == "M0,7.5 L100,5")
+        #expect(SVGChart.linePath([0, 0], width: 10, height: 10) == "M0,10 L10,10", "all zero stays at the bottom")
+        #expect(SVGChart.linePath([-3, 20], maximum: 10, width: 10, height: 10) == "M0,10 L10,0", "clamped to the area")
+    }
+
+    @Test func minutesWithoutRowsAreZero() {
+        let now = Date(timeIntervalSince1970: 600 + 30)
+        let values = SVGChart.perMinute([(Date(timeIntervalSince1970: 600), 7), (Date(timeIntervalSince1970: 480), 2),
+                                         (Date(timeIntervalSince1970: 0), 99)], minutes: 4, now: now)
+        #expect(values == [0, 2, 0, 7])
+    }
+}
+
+@Suite struct CursorTests {
+    @Test func jobCursorsArePositiveIDs() {
+        #expect(Cursor.jobs("42") == 42)
+        for bad in [nil, "", "0", "-1", "4 2", "1e3", "99999999999999999999", "abc", "１２"] as [String?] {
+            #expect(Cursor.jobs(bad) == nil, "\(bad ?? "nil")")
+        }
+    }
+
+    @Test func deadLetterCursorsRoundTrip() {
+        let text = Cursor.format(failedAtMicros: 1_764_000_000_123_456, id: 9)
+        #expect(text == "1764000000123456-9")
+        let parsed = Cursor.deadLetters(text)
+        #expect(parsed?.failedAtMicros == 1_764_000_000_123_456 && parsed?.id == 9)
+        for bad in [nil, "", "1-", "-1", "1-0", "a-1", "1-2-3", "1.5-2"] as [String?] {
+            #expect(Cursor.deadLetters(bad) == nil, "\(bad ?? "nil")")
+        }
+    }
+}
+
+@Suite struct DashboardHelpersTests {
+    @Test func redirectsStayOnThisDashboard() {
+        #expect(Dashboard.isLocalPath("/jobs/5"))
+        #expect(!Dashboard.isLocalPath("//evil.example/x"))
+        #expect(!Dashboard.isLocalPath("https://evil.example"))
+        #expect(!Dashboard.isLocalPath("/\\evil.example"))
+        #expect(!Dashboard.isLocalPath("/x\r\nSet-Cookie: a=b"))
+    }
+
+    @Test func countsSayWhenTheyAreCapped() {
+        #expect(Pages.count(.init(value: 100_000, capped: true)) == "more than 100,000")
+        #expect(Pages.count(.init(value: 1234, capped: false)) == "1,234")
+        #expect(Pages.grouped(0) == "0")
+    }
+
+    @Test func theSnapshotIsTakenOncePerLifetimeHoweverManyAsk() throws {
+        let overview = DashboardStore.Overview(queues: [], held: .init(value: 0, capped: false), estimatedRows: [:], deadLetters: [:],
+                                               perMinute: [], attemptsByClass: [:], openBreakers: [], liveWorkers: 0, takenAt: Date())
+        let cache = SnapshotCache(lifetime: .seconds(60)) { overview }
+        DispatchQueue.concurrentPerform(iterations: 50) { _ in _ = try? cache.get() }
+        #expect(cache.taken == 1)
+    }
+
+    @Test func formsQueriesAndCookiesDecode() {
+        let pairs = HTTPForm.decode("a=1&b=x+y&c=%3Cscript%3E&d&e=%zz")
+        #expect(pairs.map(\.name) == ["a", "b", "c", "d", "e"])
+        #expect(pairs.map(\.value) == ["1", "x y", "<script>", "", "%zz"])
+        #expect(HTTPForm.percentEncode("a b/<>") == "a%20b%2F%3C%3E")
+        #expect(HTTPForm.cookies("x=1; courier_session=abc").last?.value == "abc")
+    }
+}
