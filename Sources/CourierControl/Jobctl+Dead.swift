@@ -43,7 +43,7 @@ extension Jobctl {
         let (letters, note) = try withDatabase(command, io: io) { db in
             let letters = try DeadLettersTable.list(filter, on: db)
             if letters.isEmpty { try noteUnusedDestinations(command.values("destination"), on: db, io: io) }
-            let count = letters.count < filter.limit! ? JobsTable.CappedCount(count: letters.count, cap: JobsTable.listCountCap)
+            let count = letters.count < filter.limit! ? CappedCount(counted: letters.count, cap: JobsTable.listCountCap)
                 : try DeadLettersTable.count(filter, on: db)
             return (letters, truncationNote(shown: letters.count, of: count, nextAfter: nil))
         }

@@ -70,9 +70,9 @@ extension Jobctl {
 
     /// "50 of 2,146 shown" or "50 of more than 10,000 shown", with how to see the next page;
     /// nil when nothing was cut.
-    static func truncationNote(shown: Int, of count: JobsTable.CappedCount, nextAfter: Int64?) -> String? {
-        guard count.isCapped || count.count > shown else { return nil }
-        let total = count.isCapped ? "more than \(grouped(count.cap))" : grouped(count.count)
+    static func truncationNote(shown: Int, of count: CappedCount, nextAfter: Int64?) -> String? {
+        guard count.capped || count.value > shown else { return nil }
+        let total = count.capped ? "more than \(grouped(count.value))" : grouped(count.value)
         return "\(grouped(shown)) of \(total) shown" + (nextAfter.map { "; next page: --after \($0)" } ?? "")
     }
 
@@ -81,7 +81,7 @@ extension Jobctl {
         search.limit = try command.int("limit", range: 1...100_000) ?? 50
         try withDatabase(command, io: io) { db in
             let jobs = try JobsTable.search(search, on: db)
-            let count = jobs.count < search.limit ? JobsTable.CappedCount(count: jobs.count, cap: JobsTable.listCountCap)
+            let count = jobs.count < search.limit ? CappedCount(counted: jobs.count, cap: JobsTable.listCountCap)
                 : try JobsTable.count(search, on: db)
             let note = truncationNote(shown: jobs.count, of: count, nextAfter: jobs.last?.id)
             if command.flag("json") {
@@ -186,7 +186,7 @@ extension Jobctl {
                 for state in [JobsTable.ListedState.available, .running] {
                     var one = search
                     one.states = [state]
-                    counts[state.rawValue] = try JobsTable.count(one, cap: Int(Int32.max), on: db).count
+                    counts[state.rawValue] = try JobsTable.count(one, cap: Int(Int32.max), on: db).value
                 }
                 let total = counts.values.reduce(0, +)
                 if command.flag("json") {

@@ -81,7 +81,7 @@ enum Pages {
             """)
     }
 
-    static func count(_ c: DashboardQueries.CappedCount) -> String {
+    static func count(_ c: CappedCount) -> String {
         c.capped ? "more than " + grouped(c.value) : grouped(c.value)
     }
 

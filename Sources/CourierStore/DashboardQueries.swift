@@ -7,26 +7,8 @@ import Postgres
 /// `pg_class`, lists are keyset pages, and scans for a filter stop after a window of
 /// rows. Every value is a bound parameter.
 public enum DashboardQueries {
-    /// A count that stops at a cap: `value` is exact unless `capped`, which means "more than `value`".
-    public struct CappedCount: Sendable, Equatable, Encodable {
-        public var value: Int
-        public var capped: Bool
-
-        public init(value: Int, capped: Bool) {
-            self.value = value
-            self.capped = capped
-        }
-
-        /// Reads `count(*)` over at most `cap + 1` rows.
-        init(counted: Int, cap: Int) {
-            self.init(value: min(counted, cap), capped: counted > cap)
-        }
-    }
-
-    /// Counts in lists and on the overview stop here ("more than 10,000"): counting 10,000
-    /// index entries takes a few milliseconds, 100,000 take tens (measured by
-    /// bench/dashboard-bench.sh), and past this a table size is the planner's estimate.
-    public static let countCap = 10_000
+    /// Counts in lists and on the overview stop here ("more than 10,000").
+    public static let countCap = CappedCount.defaultCap
     /// How many rows one filtered page of jobs examines at most before it says "search further".
     public static let scanWindow = 50_000
 

@@ -6,11 +6,11 @@ extension DeadLettersTable {
     /// How many dead letters match `filter`, ignoring its limit, counted up to `cap`
     /// (at most `cap + 1` rows are read, never the whole table).
     public static func count(_ filter: Filter, cap: Int = JobsTable.listCountCap,
-                             on connection: PostgresConnection) throws -> JobsTable.CappedCount {
+                             on connection: PostgresConnection) throws -> CappedCount {
         var query = PostgresQuery(unsafeSQL: "select count(*)::bigint from (select 1 from courier.dead_letters ")
         query.append(whereClause(filter))
         query.append(" limit \(cap + 1)) s")
-        return JobsTable.CappedCount(count: try connection.query(query).rows[0].decode(0, as: Int.self), cap: cap)
+        return CappedCount(counted: try connection.query(query).rows[0].decode(0, as: Int.self), cap: cap)
     }
 
     /// The newest dead letter of the job with `jobID` (the id `jobctl list` and `show` print).

@@ -88,21 +88,8 @@ extension JobsTable {
         return Array(records.sorted { $0.id < $1.id }.prefix(search.limit))
     }
 
-    /// A count that stops at `cap`: "2,146" when there are at most `cap`, else "more than
-    /// `cap`". It never counts a whole big table: each source reads at most `cap + 1` rows.
-    public struct CappedCount: Sendable, Equatable {
-        public var count: Int
-        public var cap: Int
-        /// Whether there are more than `cap` (and `count` is `cap + 1`).
-        public var isCapped: Bool { count > cap }
-        public init(count: Int, cap: Int) {
-            self.count = count
-            self.cap = cap
-        }
-    }
-
     /// The default cap of list counts.
-    public static let listCountCap = 10_000
+    public static let listCountCap = CappedCount.defaultCap
 
     /// How many jobs match `search`, ignoring its limit, counted up to `cap`.
     public static func count(_ search: Search, cap: Int = listCountCap, on connection: PostgresConnection) throws -> CappedCount {
@@ -122,7 +109,7 @@ extension JobsTable {
         }
         if search.states.contains(.succeeded) { try add("courier.completed_jobs", "id") }
         if search.states.contains(.dead) { try add("courier.dead_letters", "job_id") }
-        return CappedCount(count: min(total, cap + 1), cap: cap)
+        return CappedCount(counted: total, cap: cap)
     }
 
     /// Of `candidates`, the destinations some job, succeeded job, dead letter, breaker or

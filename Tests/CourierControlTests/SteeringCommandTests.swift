@@ -54,10 +54,10 @@ struct SteeringCommandTests {
         try ControlFixture.with { fixture throws in
             for n in 0..<5 { try fixture.enqueue("http://a.example.com/\(n)") }
             let count = try JobsTable.count(JobsTable.Search(), cap: 3, on: fixture.db)
-            #expect(count.isCapped)
-            #expect(count.count == 4)
+            #expect(count.capped)
+            #expect(count.value == 3, "a capped count says 'more than the cap'")
             #expect(Jobctl.truncationNote(shown: 2, of: count, nextAfter: 9) == "2 of more than 3 shown; next page: --after 9")
-            #expect(Jobctl.truncationNote(shown: 2, of: .init(count: 2_146, cap: 10_000), nextAfter: nil) == "2 of 2,146 shown")
+            #expect(Jobctl.truncationNote(shown: 2, of: .init(counted: 2_146, cap: 10_000), nextAfter: nil) == "2 of 2,146 shown")
             #expect(Jobctl.grouped(1_234_567) == "1,234,567")
             #expect(Jobctl.grouped(999) == "999")
         }

@@ -76,17 +76,17 @@ public final class DashboardStore: @unchecked Sendable {
     /// What the overview shows, read in one short round of bounded queries.
     public struct Overview: Sendable, Equatable, Encodable {
         public var queues: [DashboardQueries.QueueLoad]
-        public var held: DashboardQueries.CappedCount
+        public var held: CappedCount
         public var estimatedRows: [String: Int]
-        public var deadLetters: [String: DashboardQueries.CappedCount]
+        public var deadLetters: [String: CappedCount]
         public var perMinute: [DashboardQueries.MinuteAttempts]
         public var attemptsByClass: [String: Int]
         public var openBreakers: [OpenBreaker]
         public var liveWorkers: Int
         public var takenAt: Date
 
-        public init(queues: [DashboardQueries.QueueLoad], held: DashboardQueries.CappedCount, estimatedRows: [String: Int],
-                    deadLetters: [String: DashboardQueries.CappedCount], perMinute: [DashboardQueries.MinuteAttempts],
+        public init(queues: [DashboardQueries.QueueLoad], held: CappedCount, estimatedRows: [String: Int],
+                    deadLetters: [String: CappedCount], perMinute: [DashboardQueries.MinuteAttempts],
                     attemptsByClass: [String: Int], openBreakers: [OpenBreaker], liveWorkers: Int, takenAt: Date) {
             self.queues = queues
             self.held = held
