@@ -50,6 +50,7 @@ public final class WorkerMetrics: @unchecked Sendable {
     private var rescuedRequeued = 0
     private var rescuedDeadLettered = 0
     private var refusedByConfiguration = 0
+    private var fenceAborts = 0
     private var droppedAcknowledgements = 0
     private var retryDelays = Histogram(bounds: WorkerMetrics.retryDelayBounds)
     private var scheduleLags = Histogram(bounds: WorkerMetrics.scheduleLagBounds)
@@ -85,6 +86,8 @@ public final class WorkerMetrics: @unchecked Sendable {
         public var rescuedDeadLettered: Int
         /// Jobs handed back because this worker's configuration cannot run them.
         public var refusedByConfiguration = 0
+        /// Jobs aborted (or handed back unstarted) because this worker could not prove their leases.
+        public var fenceAborts = 0
         /// Results the database refused even one at a time, dropped (their jobs are rescued when the lease expires).
         public var droppedAcknowledgements: Int
         public var retryDelays: Histogram
@@ -110,7 +113,7 @@ public final class WorkerMetrics: @unchecked Sendable {
                 claimedJobs: Int(claimBatches.sum), claimBatchSizes: claimBatches, ackFlushes: ackFlushes.count,
                 ackedJobs: ackedJobs, ackLatencySeconds: ackFlushes.sum, ackLatency: ackFlushes,
                 rescuedRequeued: rescuedRequeued, rescuedDeadLettered: rescuedDeadLettered,
-                refusedByConfiguration: refusedByConfiguration,
+                refusedByConfiguration: refusedByConfiguration, fenceAborts: fenceAborts,
                 droppedAcknowledgements: droppedAcknowledgements, retryDelays: retryDelays,
                 scheduleLags: scheduleLags, scheduleMissed: scheduleMissed)
         }
@@ -138,6 +141,10 @@ public final class WorkerMetrics: @unchecked Sendable {
 
     func recordDeadLetter(reason: DeadLetterReason) {
         lock.withLock { deadLettersByReason[reason.rawValue, default: 0] += 1 }
+    }
+
+    func recordFenceAborts(_ count: Int) {
+        lock.withLock { fenceAborts += count }
     }
 
     func recordLocalRefusal() {

@@ -77,6 +77,7 @@ import Testing
             _ = heartbeater.runOnce(now: .now)
             let after = try db.query("select lease_expires_at from courier.jobs where id = \(job)").rows[0].decode(0, as: Date.self)
             #expect(after > before, "the lease was renewed")
+            #expect(holder.renewed == [WorkerStateMachine.Lease(id: job, attempt: 1)], "and the holder told which lease was proven")
             let live = try WorkersTable.live(on: db)
             #expect(live.count == 1, "the worker registered itself")
             try db.execute("update courier.jobs set cancel_requested_at = now() where id = \(job)")
@@ -184,7 +185,13 @@ final class FakeHolder: LeaseHolder, @unchecked Sendable {
         set { lock.withLock { _held = newValue } }
     }
     var cancelled: [Int64] { lock.withLock { _cancelled } }
-    var heldIDs: [Int64] { held }
+    /// Held jobs, each on its first attempt.
+    var heldLeases: [WorkerStateMachine.Lease] { held.map { WorkerStateMachine.Lease(id: $0, attempt: 1) } }
+    private var _renewed: [WorkerStateMachine.Lease] = []
+    var renewed: [WorkerStateMachine.Lease] { lock.withLock { _renewed } }
+    func leasesRenewed(_ renewed: [WorkerStateMachine.Lease], sentAt: ContinuousClock.Instant) {
+        lock.withLock { _renewed = renewed }
+    }
     var probes: [(destination: String, generation: Int64)] = []
     var heldProbes: [(destination: String, generation: Int64)] { lock.withLock { probes } }
     var isStopping: Bool { false }

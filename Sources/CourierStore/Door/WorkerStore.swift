@@ -13,6 +13,8 @@ public protocol WorkerStore {
                        leaseMilliseconds: Int) throws -> ClaimedJob?
     /// Renews the leases this worker holds; returns the ids an operator asked to cancel.
     func jobsExtendLeases(ids: [Int64], worker: UUID, leaseMilliseconds: Int) throws -> [Int64]
+    /// Renews exactly these (id, attempt) leases, locked in id order; says which it renewed.
+    func jobsRenewLeases(_ leases: [(id: Int64, attempt: Int)], worker: UUID, leaseMilliseconds: Int) throws -> JobsTable.LeaseRenewal
     func jobsCancelRequested(worker: UUID) throws -> [Int64]
     func jobsComplete(_ successes: [JobsTable.Success], worker: UUID, archive: Bool) throws -> [Int64]
     func jobsRetry(_ retries: [JobsTable.Retry], worker: UUID) throws -> [Int64]
@@ -86,6 +88,10 @@ public struct PostgresWorkerStore: WorkerStore {
     }
     public func jobsExtendLeases(ids: [Int64], worker: UUID, leaseMilliseconds: Int) throws -> [Int64] {
         try JobsTable.extendLeases(ids: ids, worker: worker, leaseMilliseconds: leaseMilliseconds, on: connection)
+    }
+    public func jobsRenewLeases(_ leases: [(id: Int64, attempt: Int)], worker: UUID,
+                                leaseMilliseconds: Int) throws -> JobsTable.LeaseRenewal {
+        try JobsTable.renewLeases(leases, worker: worker, leaseMilliseconds: leaseMilliseconds, on: connection)
     }
     public func jobsCancelRequested(worker: UUID) throws -> [Int64] {
         try JobsTable.cancelRequested(worker: worker, on: connection)
