@@ -315,16 +315,23 @@ extension JobsTable {
         return released
     }
 
-    /// Deletes succeeded-job records older than the retention, a batch at a time.
-    /// Returns how many were deleted. `now` nil is the database's clock.
+    /// Deletes one batch of succeeded-job records older than the retention, oldest first
+    /// through `completed_jobs_finished_at_idx`, so its cost is the batch's, whatever the
+    /// archive's size. Rows another worker's prune has locked are skipped (`SKIP LOCKED`):
+    /// concurrent prunes delete different rows instead of queueing on the same ones.
+    /// Returns how many were deleted (a full `batch` means more may be due). `now` nil is
+    /// the database's clock.
     public static func pruneCompleted(olderThanMilliseconds: Int64, batch: Int = 5000, now: Date? = nil,
                                       on connection: PostgresConnection) throws -> Int {
         try connection.execute("""
-            delete from courier.completed_jobs
-            where id in (
+            with doomed as (
                 select id from courier.completed_jobs
                 where finished_at < coalesce(\(now)::timestamptz, now()) - \(olderThanMilliseconds) * interval '1 millisecond'
-                limit \(batch))
+                order by finished_at
+                limit \(batch)
+                for update skip locked
+            )
+            delete from courier.completed_jobs c using doomed where c.id = doomed.id
             """)
     }
 

@@ -37,6 +37,8 @@ public struct WorkerConfiguration: Sendable {
     /// How long succeeded jobs stay visible to `jobctl show`. Default 24 h. Zero keeps
     /// none: a success deletes the job without archiving it in `completed_jobs`.
     public var retention: Duration = .seconds(86_400)
+    /// Breaker transitions (`courier.breaker_events`) older than this are pruned. Default 7 days.
+    public var breakerEventRetention: Duration = .seconds(7 * 86_400)
     /// Dead letters older than this are purged automatically; nil keeps them until purged by hand.
     public var deadLetterRetention: Duration?
     /// Destinations on loopback, private and link-local addresses are refused unless true.

@@ -91,6 +91,29 @@ import Testing
 }
 
 extension ServiceTests {
+    @Test func thePrunerDeletesInBoundedBatchesAndComesBackSoonWhileBehind() throws {
+        try CourierTestDatabase.with { database, db in
+            try db.execute("""
+                insert into courier.completed_jobs (id, kind, queue, destination, method, url, attempt, created_at, finished_at)
+                select g, 'http', 'default', 'https://e.com:443', 'POST', 'https://e.com/', 1, now() - interval '3 days', now() - interval '2 days'
+                from generate_series(1, 2500) g
+                """)
+            var config = Pruner.Configuration(configuration(database))
+            config.batch = 1000
+            config.budget = .zero
+            let pruner = Pruner(configuration: config, session: session(database))
+            let start = ContinuousClock.now
+            #expect(pruner.runOnce(now: start) == config.interval, "the first round waits a full interval")
+            #expect(pruner.runOnce(now: start + config.interval) == config.catchUpInterval, "out of budget with more due: back soon")
+            #expect(try db.query("select count(*)::int from courier.completed_jobs").rows[0].decode(0, as: Int.self) == 1500,
+                    "one bounded batch per round when the budget is spent")
+            _ = pruner.runOnce(now: start + config.interval + config.catchUpInterval)
+            _ = pruner.runOnce(now: start + config.interval + config.catchUpInterval * 2)
+            #expect(try db.query("select count(*)::int from courier.completed_jobs").rows[0].decode(0, as: Int.self) == 0)
+            pruner.finish()
+        }
+    }
+
     @Test func isolatedFailuresOnManyWorkersBetweenSuccessesDoNotTripTheBreaker() throws {
         try CourierTestDatabase.with { database, db in
             let destination = "http://127.0.0.1:9"

@@ -25,6 +25,10 @@ public protocol WorkerStore {
     func jobsRescueExpired() throws -> JobsTable.RescueResult
     func jobsReleaseStaleHolds() throws -> Int
     func completedJobsPrune(olderThanMilliseconds: Int64) throws -> Int
+    /// One bounded batch (oldest first, `SKIP LOCKED`) of each prune; a full batch means more is due.
+    func completedJobsPrune(olderThanMilliseconds: Int64, batch: Int) throws -> Int
+    func breakerEventsPrune(olderThanMilliseconds: Int64, batch: Int) throws -> Int
+    func deadLettersPurge(olderThanMilliseconds: Int64, batch: Int) throws -> Int
 
     // Workers.
     func workerRegister(_ registration: WorkersTable.Registration) throws
@@ -113,6 +117,15 @@ public struct PostgresWorkerStore: WorkerStore {
     }
     public func jobsRescueExpired() throws -> JobsTable.RescueResult { try JobsTable.rescueExpired(on: connection) }
     public func jobsReleaseStaleHolds() throws -> Int { try JobsTable.releaseStaleHolds(on: connection) }
+    public func completedJobsPrune(olderThanMilliseconds: Int64, batch: Int) throws -> Int {
+        try JobsTable.pruneCompleted(olderThanMilliseconds: olderThanMilliseconds, batch: batch, on: connection)
+    }
+    public func breakerEventsPrune(olderThanMilliseconds: Int64, batch: Int) throws -> Int {
+        try BreakersTable.pruneEvents(olderThanMilliseconds: olderThanMilliseconds, batch: batch, on: connection)
+    }
+    public func deadLettersPurge(olderThanMilliseconds: Int64, batch: Int) throws -> Int {
+        try DeadLettersTable.purgeBatch(olderThanMilliseconds: olderThanMilliseconds, batch: batch, on: connection)
+    }
     public func completedJobsPrune(olderThanMilliseconds: Int64) throws -> Int {
         try JobsTable.pruneCompleted(olderThanMilliseconds: olderThanMilliseconds, on: connection)
     }
