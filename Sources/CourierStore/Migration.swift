@@ -26,6 +26,7 @@ extension Migration {
         Migration(version: 10, name: "0010_security_hardening.sql", bytes: PackageResources._010_security_hardening_sql),
         Migration(version: 13, name: "0013_probe_lease_and_retry_after.sql", bytes: PackageResources._013_probe_lease_and_retry_after_sql),
         Migration(version: 18, name: "0018_scale_endurance.sql", bytes: PackageResources._018_scale_endurance_sql),
+        Migration(version: 19, name: "0019_hot_heartbeats.sql", bytes: PackageResources._019_hot_heartbeats_sql),
     ]
 
     init(version: Int, name: String, bytes: [UInt8]) {

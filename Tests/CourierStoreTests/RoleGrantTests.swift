@@ -165,7 +165,6 @@ import Testing
 
             let denied: [String] = [
                 "select courier.replay_dead_letters()",
-                "select courier.replay_begin()",
                 "select courier.breaker_force('https://e.com:443', 'open')",
                 "insert into courier.queue_settings (queue) values ('q')",
                 "insert into courier.destinations (destination) values ('d')",
