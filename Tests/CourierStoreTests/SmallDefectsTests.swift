@@ -141,4 +141,39 @@ import Testing
             #expect(Double(hot) >= 0.5 * Double(all), "\(hot) of \(all) renewals were HOT")
         }
     }
+
+    @Test func sqlAndSwiftDeriveTheSameDestinationAndRefuseTheSamePorts() throws {
+        try CourierTestDatabase.with { _, db in
+            let urls = [
+                "http://[::0001]/", "https://[2001:DB8:0:0:0:0:0:1]:8443/x", "http://[2001:db8::0:1]/", "http://[0:0::1]:80/",
+                "http://[2001:db8:0:1:0:0:0:1]/", "http://[::ffff:192.0.2.1]/", "http://[FE80::A]/", "https://Example.COM/",
+                "http://127.0.0.1:65535/",
+            ]
+            for url in urls {
+                let swift = try Destination.derive(fromURL: url)
+                let sql = try db.query("select courier.destination_of(\(url))").rows[0].decode(0, as: String?.self)
+                #expect(sql == swift, "\(url): SQL \(sql ?? "nil"), Swift \(swift)")
+            }
+            for url in ["http://e.com:65536/", "http://e.com:99999/", "http://e.com:0/"] {
+                #expect(throws: (any Error).self, "\(url) is refused in Swift") { try Destination.derive(fromURL: url) }
+                #expect(try db.query("select courier.destination_of(\(url))").rows[0].decode(0, as: String?.self) == nil,
+                        "\(url) is refused in SQL")
+                var failed = false
+                do { _ = try db.query("select courier.enqueue(url => \(url))") } catch { failed = true }
+                #expect(failed, "courier.enqueue refuses \(url)")
+            }
+        }
+    }
+
+    @Test func sqlEnqueueRefusesCRLFInHeaderValues() throws {
+        try CourierTestDatabase.with { _, db in
+            for value in ["a\r\nX-Injected: 1", "a\nb", "a\rb"] {
+                let headers = try String(decoding: JSONSerialization.data(withJSONObject: ["X-Test": value]), as: UTF8.self)
+                var state: String?
+                do { _ = try db.query("select courier.enqueue(url => 'http://e.com/', headers => \(headers)::jsonb)") }
+                catch let error as PostgresError { state = error.sqlState }
+                #expect(state == "22023", "\(value.debugDescription) is refused")
+            }
+        }
+    }
 }
