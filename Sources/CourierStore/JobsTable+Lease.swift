@@ -62,7 +62,7 @@ extension JobsTable {
     public static func complete(_ successes: [Success], worker: UUID, archive: Bool = true,
                                 on connection: PostgresConnection) throws -> [Int64] {
         guard !successes.isEmpty else { return [] }
-        // In id order, the order lease renewals lock rows in (see `renewLeases`): no deadlock.
+        // In id order (lease renewals skip rows locked here, see `renewLeases`).
         let successes = successes.sorted { $0.id < $1.id }
         return try connection.query(PostgresQuery(unsafeSQL: archive ? completeSQL : completeWithoutArchiveSQL, binds: [
             successes.map(\.id), successes.map(\.attempt), successes.map { $0.status ?? -1 },

@@ -24,9 +24,12 @@ extension JobsTable {
     /// which it renewed: a lease this worker lost (rescued, re-claimed as a later attempt,
     /// finished) is not renewed, so the worker does not count it as proven.
     ///
-    /// Rows are locked in id order before they are updated, the order every batched
-    /// acknowledgement locks them in too, so a renewal and an acknowledgement of an
-    /// overlapping set of jobs cannot deadlock.
+    /// A renewal never waits for a row lock: a row locked by someone else is skipped
+    /// (`SKIP LOCKED`) and counts as not renewed this round. The one holding it is nearly
+    /// always this worker's own acknowledgement of that job, which needs no renewal; so a
+    /// renewal and acknowledgements of an overlapping set of jobs cannot deadlock, whatever
+    /// order the acknowledgement's plan locks rows in, and a renewal is never held up. A
+    /// lease skipped for longer than the fence trusts it is aborted (see `LeaseFence`).
     public static func renewLeases(_ leases: [(id: Int64, attempt: Int)], worker: UUID, leaseMilliseconds: Int,
                                    on connection: PostgresConnection) throws -> LeaseRenewal {
         guard !leases.isEmpty else { return LeaseRenewal(renewed: [], cancelled: []) }
@@ -39,7 +42,7 @@ extension JobsTable {
                   on j.id = w.id and j.attempt = w.attempt
                 where j.leased_by = \(worker)
                 order by j.id
-                for update of j
+                for update of j skip locked
             )
             update courier.jobs j
             set lease_expires_at = now() + \(leaseMilliseconds) * interval '1 millisecond'
