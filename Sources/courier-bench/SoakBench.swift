@@ -59,7 +59,7 @@ struct SoakBench {
             let t0 = monotonicSeconds()
             var previous = try read(connection)
             var rates: [Double] = []
-            print("minute  drained/s  claim_lag_s  jobs_heap  jobs_idx  archive_heap  archive_idx  dead_jobs  dead_archive  autovac_jobs  autovac_archive")
+            print("sample  drained/s  claim_lag_s  jobs_heap  jobs_idx  archive_heap  archive_idx  dead_jobs  dead_archive  autovac_jobs  autovac_archive")
             var index = 0
             while monotonicSeconds() - t0 < Double(seconds) {
                 let intervalStart = monotonicSeconds()
