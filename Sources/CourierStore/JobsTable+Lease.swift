@@ -116,11 +116,16 @@ extension JobsTable {
         public var delayMilliseconds: Int64
         /// One attempt-history entry, JSON (see `AttemptRecord`).
         public var errorJSON: String
-        public init(id: Int64, attempt: Int, delayMilliseconds: Int64, errorJSON: String) {
+        /// False for an attempt that does not count against `max_attempts` (a throttled
+        /// answer of a job with a deadline, see `RetryDecider.usesAttempt`): the claim's
+        /// increment is given back, so the next attempt has the same number.
+        public var usesAttempt: Bool
+        public init(id: Int64, attempt: Int, delayMilliseconds: Int64, errorJSON: String, usesAttempt: Bool = true) {
             self.id = id
             self.attempt = attempt
             self.delayMilliseconds = delayMilliseconds
             self.errorJSON = errorJSON
+            self.usesAttempt = usesAttempt
         }
     }
 
@@ -136,12 +141,14 @@ extension JobsTable {
         return try connection.query("""
             with a as (
                 select * from unnest(\(retries.map(\.id)), \(retries.map(\.attempt)), \(retries.map(\.delayMilliseconds)),
-                                     \(retries.map(\.errorJSON))) as a(id, attempt, delay_ms, error)
+                                     \(retries.map(\.errorJSON)), \(retries.map(\.usesAttempt)))
+                    as a(id, attempt, delay_ms, error, uses_attempt)
             ),
             retried as (
                 update courier.jobs j
                 set state = 'available', run_at = now() + a.delay_ms * interval '1 millisecond', last_delay_ms = a.delay_ms,
                     leased_by = null, lease_expires_at = null, errors = j.errors || jsonb_build_array(a.error::jsonb),
+                    attempt = j.attempt - case when a.uses_attempt then 0 else 1 end,
                     -- A destination whose breaker opened meanwhile: wait out of the runnable index.
                     held_since = case when courier.breaker_holds(j.destination) then now() end
                 from a
@@ -152,14 +159,15 @@ extension JobsTable {
                 delete from courier.jobs j
                 using a
                 where j.id = a.id and j.attempt = a.attempt and j.leased_by = \(worker) and j.cancel_requested_at is not null
-                returning j.*, a.error as dl_error
+                returning j.*, a.error as dl_error, a.uses_attempt as dl_uses_attempt
             ),
             recorded as (
                 insert into courier.dead_letters (job_id, reason, kind, queue, priority, destination, method, url, headers,
                     body, timeout_ms, expect_content_type, idempotency_key, unique_key, args, max_attempts, deadline, attempt,
                     errors, last_class, last_status, worker, created_at, signing_secret)
                 select id, 'cancelled', kind, queue, priority, destination, method, url, headers, body, timeout_ms,
-                    expect_content_type, idempotency_key, unique_key, args, max_attempts, deadline, attempt,
+                    expect_content_type, idempotency_key, unique_key, args, max_attempts, deadline,
+                    attempt - case when dl_uses_attempt then 0 else 1 end,
                     errors || jsonb_build_array(dl_error::jsonb), 'cancelled', null, \(worker.uuidString.lowercased()), created_at,
                     signing_secret
                 from cancelled
