@@ -159,6 +159,14 @@ extension Jobctl {
                 try printDryRun(DeadLettersTable.countByDestination(filter, on: db), rate: rate, json: json, io: io)
                 return
             }
+            // Two forced replays at once would each replay the dead letters the other replays.
+            if filter.includeReplayed {
+                guard try DeadLettersTable.tryLockForcedReplay(on: db) else {
+                    throw ControlError.runtime("error: another 'jobctl dead replay --force' is running on this database; "
+                        + "wait for it to finish (two at once would replay the same dead letters twice)")
+                }
+            }
+            defer { if filter.includeReplayed { try? DeadLettersTable.unlockForcedReplay(on: db) } }
             // The database's clock paces the replay and fences --force, never this machine's.
             let startAt = try DeadLettersTable.databaseNow(on: db)
             let total = try DeadLettersTable.countByDestination(filter, on: db).reduce(0) { $0 + $1.count }

@@ -37,7 +37,9 @@ public enum AttemptStatsTable {
     /// Adds a worker's counts to the current minute's rows, in one statement.
     public static func add(_ counts: [Key: Counts], on connection: PostgresConnection) throws {
         guard !counts.isEmpty else { return }
-        let entries = Array(counts)
+        // Rows are upserted in one order, whoever flushes: two workers' overlapping flushes
+        // then wait for each other instead of deadlocking (a dictionary's order is random).
+        let entries = counts.sorted { ($0.key.queue, $0.key.destination, $0.key.errorClass) < ($1.key.queue, $1.key.destination, $1.key.errorClass) }
         try connection.query("""
             select courier.attempt_stats_add(\(entries.map(\.key.queue)), \(entries.map(\.key.destination)),
                 \(entries.map(\.key.errorClass)), \(entries.map { Int64($0.value.attempts) }), \(entries.map { Int64($0.value.retries) }),

@@ -12,6 +12,16 @@ public enum BreakersTable {
 }
 
 extension BreakersTable {
+    /// Deletes one batch of breaker events older than `milliseconds`, oldest first through
+    /// `breaker_events_at_idx`; rows a concurrent prune holds are skipped. Returns how many.
+    /// Through `courier.breaker_events_prune` (the worker role cannot delete events itself).
+    public static func pruneEvents(olderThanMilliseconds milliseconds: Int64, batch: Int = 5000, now: Date? = nil,
+                                   on connection: PostgresConnection) throws -> Int {
+        try connection.query("""
+            select courier.breaker_events_prune(\(milliseconds), \(batch)::int, \(now)::timestamptz)
+            """).rows[0].decode(0, as: Int.self)
+    }
+
     /// The rules a worker reports evidence under; the fleet should share one policy.
     public struct ReportPolicy: Sendable, Equatable {
         public var failureThreshold: Int

@@ -178,18 +178,48 @@ public enum DeadLettersTable {
         try connection.execute("delete from courier.dead_letters where id = any(\(ids))")
     }
 
-    /// Deletes dead letters that failed longer ago than `milliseconds`, in batches. Returns how many.
-    public static func purge(olderThanMilliseconds milliseconds: Int64, batch: Int = 10_000,
+    /// Deletes dead letters that failed longer ago than `milliseconds`, in batches of
+    /// `batch` (oldest first, each its own statement; rows a concurrent purge holds are
+    /// skipped), until none is left or `maxBatches` were deleted. Returns how many.
+    public static func purge(olderThanMilliseconds milliseconds: Int64, batch: Int = 10_000, maxBatches: Int = .max,
                              on connection: PostgresConnection) throws -> Int {
         var total = 0
-        while true {
-            let deleted = try connection.execute("""
-                delete from courier.dead_letters where id in (
-                    select id from courier.dead_letters
-                    where failed_at < now() - \(milliseconds) * interval '1 millisecond' limit \(batch))
-                """)
+        for _ in 0..<max(1, maxBatches) {
+            let deleted = try purgeBatch(olderThanMilliseconds: milliseconds, batch: batch, on: connection)
             total += deleted
-            if deleted < batch { return total }
+            if deleted < batch { break }
         }
+        return total
+    }
+
+    /// One batch of ``purge(olderThanMilliseconds:batch:maxBatches:on:)``.
+    public static func purgeBatch(olderThanMilliseconds milliseconds: Int64, batch: Int,
+                                  on connection: PostgresConnection) throws -> Int {
+        try connection.execute("""
+            with doomed as (
+                select id from courier.dead_letters
+                where failed_at < now() - \(milliseconds) * interval '1 millisecond'
+                order by failed_at
+                limit \(batch)
+                for update skip locked
+            )
+            delete from courier.dead_letters d using doomed where d.id = doomed.id
+            """)
+    }
+
+    /// "courier-replay" as an advisory lock key: held by a forced replay for its whole run.
+    static let forcedReplayLockKey: Int64 = 0x636f_7572_7265_706c
+
+    /// Takes the forced-replay lock for this session, if no other session holds it. A
+    /// forced replay (`--force`) replays dead letters replayed before it began; two at once
+    /// would each replay the same ones, so only one may run at a time. Needs a session of
+    /// its own (a direct connection or a session-mode pool): the lock lives as long as it.
+    public static func tryLockForcedReplay(on connection: PostgresConnection) throws -> Bool {
+        try connection.query("select pg_try_advisory_lock(\(forcedReplayLockKey))").rows[0].decode(0, as: Bool.self)
+    }
+
+    /// Releases the lock ``tryLockForcedReplay(on:)`` took.
+    public static func unlockForcedReplay(on connection: PostgresConnection) throws {
+        _ = try connection.query("select pg_advisory_unlock(\(forcedReplayLockKey))")
     }
 }

@@ -7,6 +7,15 @@ extension EnqueueRequest {
     /// database, with an error that names the field.
     /// - Parameter now: the reference time for `deadline` checks.
     public func validate(now: Date = Date()) throws(ValidationError) {
+        // PostgreSQL text cannot hold NUL: refuse it here, naming the field, rather than let
+        // it abort a whole COPY with an encoding error that names neither line nor field.
+        for (field, value) in [("url", url), ("method", method), ("idempotency_key", customIdempotencyKey),
+                               ("unique_key", uniqueKey), ("destination", destination),
+                               ("expect_content_type", expectContentType), ("signing_secret", signingSecret)] {
+            if let value, value.utf8.contains(0) {
+                throw ValidationError(field: field, message: "contains a NUL character (\\u0000), which PostgreSQL text cannot hold")
+            }
+        }
         if url.utf8.count > 8192 { throw ValidationError(field: "url", message: "is longer than 8192 characters") }
         _ = try Destination.derive(fromURL: url)
         if !Self.isMethodToken(method.asciiUppercased) {
@@ -52,6 +61,11 @@ extension EnqueueRequest {
         if let signingSecret, !Self.isSecretName(signingSecret) {
             throw ValidationError(field: "signing_secret", message: Self.secretNameRule)
         }
+    }
+
+    private var customIdempotencyKey: String? {
+        if case .custom(let key) = idempotencyKey { return key }
+        return nil
     }
 
     /// What a secret name may be, for messages (the rule of `courier.is_secret_name`).

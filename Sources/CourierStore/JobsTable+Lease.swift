@@ -62,6 +62,8 @@ extension JobsTable {
     public static func complete(_ successes: [Success], worker: UUID, archive: Bool = true,
                                 on connection: PostgresConnection) throws -> [Int64] {
         guard !successes.isEmpty else { return [] }
+        // In id order (lease renewals skip rows locked here, see `renewLeases`).
+        let successes = successes.sorted { $0.id < $1.id }
         return try connection.query(PostgresQuery(unsafeSQL: archive ? completeSQL : completeWithoutArchiveSQL, binds: [
             successes.map(\.id), successes.map(\.attempt), successes.map { $0.status ?? -1 },
             successes.map(\.durationMilliseconds), worker,
@@ -132,17 +134,48 @@ extension JobsTable {
     @discardableResult
     public static func retry(_ retries: [Retry], worker: UUID, on connection: PostgresConnection) throws -> [Int64] {
         guard !retries.isEmpty else { return [] }
+        let retries = retries.sorted { $0.id < $1.id }
+        // A job an operator cancelled while its attempt ran is not retried: it ends as a
+        // `cancelled` dead letter in the same statement, whether or not the worker heard
+        // of the cancellation in time.
         return try connection.query("""
-            update courier.jobs j
-            set state = 'available', run_at = now() + a.delay_ms * interval '1 millisecond', last_delay_ms = a.delay_ms,
-                leased_by = null, lease_expires_at = null, errors = j.errors || jsonb_build_array(a.error::jsonb),
-                attempt = j.attempt - case when a.uses_attempt then 0 else 1 end,
-                -- A destination whose breaker opened meanwhile: wait out of the runnable index.
-                held_since = case when courier.breaker_holds(j.destination) then now() end
-            from unnest(\(retries.map(\.id)), \(retries.map(\.attempt)), \(retries.map(\.delayMilliseconds)),
-                        \(retries.map(\.errorJSON)), \(retries.map(\.usesAttempt))) as a(id, attempt, delay_ms, error, uses_attempt)
-            where j.id = a.id and j.attempt = a.attempt and j.leased_by = \(worker)
-            returning j.id
+            with a as (
+                select * from unnest(\(retries.map(\.id)), \(retries.map(\.attempt)), \(retries.map(\.delayMilliseconds)),
+                                     \(retries.map(\.errorJSON)), \(retries.map(\.usesAttempt)))
+                    as a(id, attempt, delay_ms, error, uses_attempt)
+            ),
+            retried as (
+                update courier.jobs j
+                set state = 'available', run_at = now() + a.delay_ms * interval '1 millisecond', last_delay_ms = a.delay_ms,
+                    leased_by = null, lease_expires_at = null, errors = j.errors || jsonb_build_array(a.error::jsonb),
+                    attempt = j.attempt - case when a.uses_attempt then 0 else 1 end,
+                    -- A destination whose breaker opened meanwhile: wait out of the runnable index.
+                    held_since = case when courier.breaker_holds(j.destination) then now() end
+                from a
+                where j.id = a.id and j.attempt = a.attempt and j.leased_by = \(worker) and j.cancel_requested_at is null
+                returning j.id
+            ),
+            cancelled as (
+                delete from courier.jobs j
+                using a
+                where j.id = a.id and j.attempt = a.attempt and j.leased_by = \(worker) and j.cancel_requested_at is not null
+                returning j.*, a.error as dl_error, a.uses_attempt as dl_uses_attempt
+            ),
+            recorded as (
+                insert into courier.dead_letters (job_id, reason, kind, queue, priority, destination, method, url, headers,
+                    body, timeout_ms, expect_content_type, idempotency_key, unique_key, args, max_attempts, deadline, attempt,
+                    errors, last_class, last_status, worker, created_at, signing_secret)
+                select id, 'cancelled', kind, queue, priority, destination, method, url, headers, body, timeout_ms,
+                    expect_content_type, idempotency_key, unique_key, args, max_attempts, deadline,
+                    attempt - case when dl_uses_attempt then 0 else 1 end,
+                    errors || jsonb_build_array(dl_error::jsonb), 'cancelled', null, \(worker.uuidString.lowercased()), created_at,
+                    signing_secret
+                from cancelled
+                returning job_id
+            )
+            select id from retried
+            union all
+            select job_id from recorded
             """).rows.map { try $0.decode(0, as: Int64.self) }
     }
 
@@ -170,24 +203,49 @@ extension JobsTable {
     @discardableResult
     public static func deadLetter(_ letters: [DeadLetter], worker: UUID, on connection: PostgresConnection) throws -> [Int64] {
         guard !letters.isEmpty else { return [] }
+        let letters = letters.sorted { $0.id < $1.id }
+        // A deadline dead letter without an error entry is one whose attempt never ran: it
+        // records no attempt, and only when the database's clock agrees the deadline has
+        // passed; otherwise (the worker's clock runs ahead) the job goes back, unattempted,
+        // not to be claimed before its deadline.
         return try connection.query("""
-            with gone as (
+            with a as (
+                select *, (reason = 'deadline' and error = '') as never_ran
+                from unnest(\(letters.map(\.id)), \(letters.map(\.attempt)), \(letters.map(\.reason.rawValue)),
+                            \(letters.map { $0.errorJSON ?? "" }), \(letters.map { $0.lastClass?.rawValue ?? "" }),
+                            \(letters.map { $0.lastStatus ?? -1 })) as a(id, attempt, reason, error, last_class, last_status)
+            ),
+            early as (
+                update courier.jobs j
+                set state = 'available', attempt = j.attempt - 1, leased_by = null, lease_expires_at = null,
+                    run_at = greatest(j.run_at, j.deadline)
+                from a
+                where j.id = a.id and j.attempt = a.attempt and j.leased_by = \(worker) and a.never_ran and coalesce(j.deadline > now(), false)
+                returning j.id
+            ),
+            gone as (
                 delete from courier.jobs j
-                using unnest(\(letters.map(\.id)), \(letters.map(\.attempt)), \(letters.map(\.reason.rawValue)),
-                             \(letters.map { $0.errorJSON ?? "" }), \(letters.map { $0.lastClass?.rawValue ?? "" }),
-                             \(letters.map { $0.lastStatus ?? -1 })) as a(id, attempt, reason, error, last_class, last_status)
+                using a
                 where j.id = a.id and j.attempt = a.attempt and j.leased_by = \(worker)
-                returning j.*, a.reason as dl_reason, a.error as dl_error, a.last_class as dl_class, a.last_status as dl_status
-            )
+                  and not (a.never_ran and coalesce(j.deadline > now(), false))
+                returning j.*, a.reason as dl_reason, a.error as dl_error, a.last_class as dl_class, a.last_status as dl_status,
+                          a.never_ran as dl_never_ran
+            ),
+            recorded as (
             insert into courier.dead_letters (job_id, reason, kind, queue, priority, destination, method, url, headers,
                 body, timeout_ms, expect_content_type, idempotency_key, unique_key, args, max_attempts, deadline, attempt,
                 errors, last_class, last_status, worker, created_at, signing_secret)
             select id, dl_reason, kind, queue, priority, destination, method, url, headers, body, timeout_ms,
-                expect_content_type, idempotency_key, unique_key, args, max_attempts, deadline, attempt,
+                expect_content_type, idempotency_key, unique_key, args, max_attempts, deadline,
+                case when dl_never_ran then attempt - 1 else attempt end,
                 case when dl_error = '' then errors else errors || jsonb_build_array(dl_error::jsonb) end,
                 nullif(dl_class, ''), nullif(dl_status, -1), \(worker.uuidString.lowercased()), created_at, signing_secret
             from gone
             returning job_id
+            )
+            select job_id from recorded
+            union all
+            select id from early
             """).rows.map { try $0.decode(0, as: Int64.self) }
     }
 
@@ -321,16 +379,23 @@ extension JobsTable {
         return released
     }
 
-    /// Deletes succeeded-job records older than the retention, a batch at a time.
-    /// Returns how many were deleted. `now` nil is the database's clock.
+    /// Deletes one batch of succeeded-job records older than the retention, oldest first
+    /// through `completed_jobs_finished_at_idx`, so its cost is the batch's, whatever the
+    /// archive's size. Rows another worker's prune has locked are skipped (`SKIP LOCKED`):
+    /// concurrent prunes delete different rows instead of queueing on the same ones.
+    /// Returns how many were deleted (a full `batch` means more may be due). `now` nil is
+    /// the database's clock.
     public static func pruneCompleted(olderThanMilliseconds: Int64, batch: Int = 5000, now: Date? = nil,
                                       on connection: PostgresConnection) throws -> Int {
         try connection.execute("""
-            delete from courier.completed_jobs
-            where id in (
+            with doomed as (
                 select id from courier.completed_jobs
                 where finished_at < coalesce(\(now)::timestamptz, now()) - \(olderThanMilliseconds) * interval '1 millisecond'
-                limit \(batch))
+                order by finished_at
+                limit \(batch)
+                for update skip locked
+            )
+            delete from courier.completed_jobs c using doomed where c.id = doomed.id
             """)
     }
 

@@ -28,6 +28,8 @@ extension Migration {
         Migration(version: 15, name: "0015_retry_defaults_and_enqueuer_destinations.sql",
                   bytes: PackageResources._015_retry_defaults_and_enqueuer_destinations_sql),
         Migration(version: 16, name: "0016_dashboard_indexes.sql", bytes: PackageResources._016_dashboard_indexes_sql),
+        Migration(version: 18, name: "0018_scale_endurance.sql", bytes: PackageResources._018_scale_endurance_sql),
+        Migration(version: 19, name: "0019_hot_heartbeats.sql", bytes: PackageResources._019_hot_heartbeats_sql),
     ]
 
     init(version: Int, name: String, bytes: [UInt8]) {

@@ -7,6 +7,10 @@ extension FaultServer {
         case dropConnection
         /// Waits `delay` (cut short by ``FaultServer/stop()``), then behaves as `then`.
         case slow(delay: Duration, then: Behavior)
+        /// Waits up to `delay`, watching the connection: when the client closes it (an
+        /// aborted request) the exchange ends there; otherwise behaves as `then`. The
+        /// request's ``FaultServer/RequestSpan`` records which.
+        case holdUntilClientLeaves(delay: Duration, then: Behavior)
         /// `200` with an `application/octet-stream` body of `bytes` bytes.
         case hugeBody(bytes: Int)
         /// `200` with a small HTML page, as a captive portal would send.

@@ -58,29 +58,33 @@ extension FaultServer {
                 arrivalNanos: Self.monotonicNanos(),
                 connectionID: connectionID
             )
-            let behavior = record(request)
-            guard perform(behavior, fd: fd, head: head), head.keepAlive else { return }
+            let (behavior, span) = record(request)
+            let kept = perform(behavior, fd: fd, head: head, span: span)
+            withState { $0.spans[span].endNanos = Self.monotonicNanos() }
+            guard kept, head.keepAlive else { return }
         }
     }
 
     /// Stores the request, wakes waiters, and picks the behaviour for it.
-    private func record(_ request: RecordedRequest) -> Behavior {
+    private func record(_ request: RecordedRequest) -> (Behavior, span: Int) {
         let path = request.pathWithoutQuery
-        let behavior = withState { s -> Behavior in
+        let behavior = withState { s -> (Behavior, span: Int) in
             s.requests.append(request)
+            s.spans.append(RequestSpan(path: request.path, startNanos: request.arrivalNanos))
+            let span = s.spans.count - 1
             if var script = s.scripted[path], !script.isEmpty {
                 let next = script.removeFirst()
                 s.scripted[path] = script.isEmpty ? nil : script
-                return next
+                return (next, span)
             }
-            return s.behaviors[path] ?? s.defaultBehavior
+            return (s.behaviors[path] ?? s.defaultBehavior, span)
         }
         condition.broadcast()
         return behavior
     }
 
     /// Answers per `behavior`. Returns `false` when the connection must close.
-    private func perform(_ behavior: Behavior, fd: Int32, head: RequestHead) -> Bool {
+    private func perform(_ behavior: Behavior, fd: Int32, head: RequestHead, span: Int) -> Bool {
         let close = !head.keepAlive
         let withBody = head.method != "HEAD"
         switch behavior {
@@ -99,7 +103,17 @@ extension FaultServer {
             return false
         case .slow(let delay, let then):
             guard sleep(delay) else { return false }
-            return perform(then, fd: fd, head: head)
+            return perform(then, fd: fd, head: head, span: span)
+        case .holdUntilClientLeaves(let delay, let then):
+            switch watch(fd, for: delay) {
+            case .clientLeft:
+                withState { $0.spans[span].clientLeft = true }
+                return false
+            case .stopped:
+                return false
+            case .waited:
+                return perform(then, fd: fd, head: head, span: span)
+            }
         case .hugeBody(let bytes):
             let size = max(0, bytes)
             let headBytes = Self.response(status: 200, headers: [("Content-Type", "application/octet-stream")],
@@ -115,6 +129,27 @@ extension FaultServer {
             }
             return true
         }
+    }
+
+    private enum WatchResult { case waited, clientLeft, stopped }
+
+    /// Waits up to `delay` for the client to close `fd` (checked every 20 ms).
+    private func watch(_ fd: Int32, for delay: Duration) -> WatchResult {
+        let deadline = Self.monotonicNanos() + UInt64(Self.seconds(delay) * 1e9)
+        while Self.monotonicNanos() < deadline {
+            if withState({ $0.stopped }) { return .stopped }
+            // 0x2000: POLLRDHUP (the peer closed its side), which Glibc does not export.
+            var descriptor = pollfd(fd: fd, events: Int16(POLLIN) | Int16(0x2000), revents: 0)
+            if poll(&descriptor, 1, 20) > 0 {
+                var byte: UInt8 = 0
+                let peeked = recv(fd, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT))
+                if peeked == 0 || (peeked < 0 && errno != EAGAIN && errno != EINTR) || descriptor.revents & Int16(POLLHUP | POLLERR) != 0 {
+                    return .clientLeft
+                }
+                if peeked > 0 { usleep(20_000) }
+            }
+        }
+        return .waited
     }
 
     /// Waits `delay`; returns `false` if the server was stopped meanwhile.

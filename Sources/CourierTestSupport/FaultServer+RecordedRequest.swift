@@ -1,6 +1,17 @@
 import Foundation
 
 extension FaultServer {
+    /// When one request was being served: from the moment it had been read to the moment
+    /// its answer was written or its client left (CLOCK_MONOTONIC nanoseconds).
+    public struct RequestSpan: Sendable {
+        public var path: String
+        public var startNanos: UInt64
+        /// Nil while it is still being served.
+        public var endNanos: UInt64?
+        /// True when the client closed the connection before the answer (see ``Behavior/holdUntilClientLeaves(delay:then:)``).
+        public var clientLeft = false
+    }
+
     /// One request as the server read it.
     public struct RecordedRequest: Sendable {
         /// The method, as sent.

@@ -24,6 +24,7 @@ public final class FaultServer: @unchecked Sendable {
         var behaviors: [String: Behavior] = [:]
         var scripted: [String: [Behavior]] = [:]
         var requests: [RecordedRequest] = []
+        var spans: [RequestSpan] = []
         var connectionCount = 0
         var openConnections: Set<Int32> = []
         var stopped = false
@@ -104,6 +105,9 @@ public final class FaultServer: @unchecked Sendable {
     }
 
     /// How many requests arrived, for one path (without query) or in total.
+    /// Every request's span, in arrival order.
+    public var requestSpans: [RequestSpan] { withState { $0.spans } }
+
     public func requestCount(path: String? = nil) -> Int {
         withState { s in
             guard let path else { return s.requests.count }

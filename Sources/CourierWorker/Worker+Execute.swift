@@ -55,7 +55,11 @@ extension Worker {
         }
         let elapsed = clock.instant() - began
         let ended = withState { $0.jobs[lease] } ?? entry
-        let (cancelledByOperator, abortedByShutdown) = (ended.cancelledByOperator, ended.abortedByShutdown)
+        // A job aborted by the lease fence is recorded like one aborted at shutdown (the
+        // request may have been sent); the write is fenced, so it lands only if the lease
+        // is still this worker's when the database answers again.
+        let abortedByFence = ended.abortedByFence
+        let (cancelledByOperator, abortedByShutdown) = (ended.cancelledByOperator, ended.abortedByShutdown || abortedByFence)
         if classification.refusedByConfiguration, !cancelledByOperator, !abortedByShutdown {
             if refuseHere(job, classification, probeGeneration: ended.probeGeneration) {
                 finish(lease)
@@ -77,7 +81,7 @@ extension Worker {
             breakerReporter.note(job.destination, classification)
         }
         record(job, classification, startedAt: startedAt, elapsed: elapsed,
-               cancelledByOperator: cancelledByOperator, abortedByShutdown: abortedByShutdown)
+               cancelledByOperator: cancelledByOperator, abortedByShutdown: abortedByShutdown, abortedByFence: abortedByFence)
         finish(lease)
     }
 
@@ -101,7 +105,7 @@ extension Worker {
 
     /// Turns one attempt's classification into its decision and queues the write.
     func record(_ job: ClaimedJob, _ classification: Classification, startedAt: Date, elapsed: Duration,
-                        cancelledByOperator: Bool, abortedByShutdown: Bool) {
+                        cancelledByOperator: Bool, abortedByShutdown: Bool, abortedByFence: Bool = false) {
         let durationMs = Int(elapsed.milliseconds)
         metrics.recordAttempt(classification, queue: job.queue, duration: elapsed)
         let statsKey = AttemptStatsTable.Key(queue: job.queue, destination: job.destination,
@@ -126,7 +130,9 @@ extension Worker {
             interruption = .abortedAtShutdown
             // The request was aborted mid-flight: it may have been delivered.
             effective.errorClass = .cancelled
-            effective.message = "aborted at shutdown after the grace period; the request may have been sent"
+            effective.message = abortedByFence
+                ? "aborted: this worker could not prove its lease in time (database out of reach); the request may have been sent"
+                : "aborted at shutdown after the grace period; the request may have been sent"
         } else {
             interruption = nil
         }

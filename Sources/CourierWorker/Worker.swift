@@ -73,7 +73,8 @@ public final class Worker: @unchecked Sendable {
         self.clock = clock
         self.random = random
         self.outage = OutageTracker(logger: logger, now: clock.now)
-        self.state = WorkerStateMachine(concurrency: configuration.concurrency)
+        self.state = WorkerStateMachine(concurrency: configuration.concurrency,
+                                        fence: LeaseFence(lease: configuration.lease, margin: configuration.leaseFenceMargin))
         handlers["http"] = httpHandler
         handlers["noop"] = NoopJobHandler()
         composeServices()
@@ -95,6 +96,10 @@ public final class Worker: @unchecked Sendable {
     /// Migrations this worker needs that the database lacks, as last checked; it claims
     /// nothing until they are applied (`jobctl migrate`).
     public var missingMigrations: [String] { claimer.missingMigrations }
+
+    /// Whether the heartbeater proved this worker's leases recently enough to claim (see
+    /// ``LeaseFence``); false before the first renewal and while the database is out of reach.
+    public var leasesProven: Bool { withState { $0.fence.mayClaim(now: clock.instant()) } }
 
     /// Whether the database answered the last time any service asked.
     public var isDatabaseReachable: Bool { !outage.isDown }
@@ -155,6 +160,11 @@ public final class Worker: @unchecked Sendable {
                 runner.cancel(leases)
             case .cancel(let leases):
                 runner.cancel(leases)
+            case .fence(let leases):
+                logger.warning("cannot prove these leases (the database did not answer in time); aborting before another worker may take them",
+                               [("jobs", leases.count), ("ids", leases.prefix(20).map { String($0.id) }.joined(separator: ","))])
+                metrics.recordFenceAborts(leases.count)
+                runner.cancel(leases)
             case .flush:
                 stateChanged.signal()
             }
@@ -167,7 +177,11 @@ public final class Worker: @unchecked Sendable {
     private func startSupervisorThread() {
         let thread = Thread { [self] in
             ServiceThread.nameCurrentThread("courier-supervis")
-            while !runLock.withLock({ shutdownStarted }) { stateChanged.wait(timeout: .seconds(3600)) }
+            var fencedOff = false
+            while !runLock.withLock({ shutdownStarted }) {
+                fencedOff = fenceRound(wasFencedOff: fencedOff)
+                stateChanged.wait(timeout: fenceWait())
+            }
             // Claiming ends first: the claimer was started last. (The prober, in the housekeeping
             // thread, wins nothing once shutdown began: it probes only into free slots, and there are none.)
             stop([claimerThread])
@@ -175,7 +189,8 @@ public final class Worker: @unchecked Sendable {
                 let (phase, deadline) = withState { ($0.phase, $0.nextDeadline) }
                 if phase == .flushing { break }
                 let wait = deadline.map { max(.milliseconds(1), $0 - clock.instant()) } ?? .seconds(1)
-                stateChanged.wait(timeout: wait)
+                stateChanged.wait(timeout: min(wait, fenceWait()))
+                perform(withState { $0.fenceCheck(now: clock.instant()) })
                 perform(withState { $0.tick(now: clock.instant()) })
             }
             runner.finish()
@@ -190,6 +205,34 @@ public final class Worker: @unchecked Sendable {
         thread.name = "courier-supervisor"
         thread.stackSize = 1 << 20
         thread.start()
+    }
+
+    /// Aborts the jobs whose leases are no longer trusted and logs when claiming stops or
+    /// resumes. Returns whether claiming is fenced off now.
+    private func fenceRound(wasFencedOff: Bool) -> Bool {
+        let now = clock.instant()
+        let (actions, mayClaim, hasRenewed) = withState { state in
+            (state.fenceCheck(now: now), state.fence.mayClaim(now: now), state.fence.lastRenewal != nil)
+        }
+        perform(actions)
+        let fencedOff = hasRenewed && !mayClaim
+        if fencedOff && !wasFencedOff {
+            logger.warning("lease renewals have failed for too long: claiming nothing until the database answers again",
+                           [("trusted_for", DurationParser.format(withState { $0.fence.trustedFor }))])
+        } else if wasFencedOff && !fencedOff {
+            logger.info("leases proven again: claiming resumes")
+        }
+        return fencedOff
+    }
+
+    /// How long the supervisor may wait before the next lease could stop being trusted.
+    private func fenceWait() -> Duration {
+        let now = clock.instant()
+        let next = withState { state -> ContinuousClock.Instant? in
+            let claimCutoff = state.fence.lastRenewal.map { $0 + state.fence.trustedFor }
+            return [state.nextFenceDeadline, claimCutoff].compactMap { $0 }.filter { $0 > now }.min()
+        }
+        return next.map { max(.milliseconds(1), min($0 - now, .seconds(1))) } ?? .seconds(1)
     }
 
     /// Stops `services` in reverse order, each finished before the next is stopped.
@@ -220,7 +263,8 @@ public final class Worker: @unchecked Sendable {
 
     /// Builds the services, each with its own session and thread.
     private func composeServices() {
-        let database = configuration.database
+        var database = configuration.database
+        if let keepalive = configuration.keepalive { database.keepalive = keepalive }
         let observer = outage.observer
         // Every service but the claimer (which checks the schema) and the listener waits for the schema.
         func thread(for service: any WorkerService, gate: StopGate, needsSchema: Bool = true) -> ServiceThread {
@@ -235,17 +279,25 @@ public final class Worker: @unchecked Sendable {
             startOrder.append(thread)
             return thread
         }
-        func session(_ gate: StopGate, channels: [String] = [], application: String? = nil) -> StoreSession {
-            StoreSession(configuration: database, channels: channels, observer: observer, pause: gate.pause,
-                         onUnsupportedPoolMode: { [unowned self] in stopForGood($0) })
+        func session(_ gate: StopGate, responseTimeout: Duration? = nil, statementTimeout: Duration? = nil) -> StoreSession {
+            var database = database
+            database.responseTimeout = responseTimeout
+            return StoreSession(configuration: database, statementTimeout: statementTimeout, observer: observer, pause: gate.pause,
+                                onUnsupportedPoolMode: { [unowned self] in stopForGood($0) })
         }
+        // A renewal that waits (a frozen link, a lock) is worse than a retry on a fresh
+        // connection; a claim answered after its leases stopped being trusted is handed back.
+        let renewalTimeout = max(configuration.heartbeatInterval, .seconds(1))
+        let claimTimeout = max(LeaseFence(lease: configuration.lease, margin: configuration.leaseFenceMargin).trustedFor, .seconds(1))
         let registration = WorkersTable.Registration(
             id: id, host: ProcessInfo.processInfo.hostName, pid: Int(getpid()), queues: configuration.queues,
             concurrency: configuration.concurrency, version: CourierVersion.current,
             heartbeatIntervalMilliseconds: Int(configuration.heartbeatInterval.milliseconds))
 
         var gate = StopGate()
-        heartbeater = Heartbeater(configuration: .init(configuration, registration: registration), session: session(gate), holder: self)
+        heartbeater = Heartbeater(configuration: .init(configuration, registration: registration),
+                                  session: session(gate, responseTimeout: renewalTimeout, statementTimeout: renewalTimeout),
+                                  holder: self, clock: clock.instant)
         _ = thread(for: heartbeater, gate: gate)
 
         gate = StopGate()
@@ -261,8 +313,10 @@ public final class Worker: @unchecked Sendable {
         // LISTEN on the --listen-database-url connection when given; a pooled connection
         // the operator did not name is not trusted with LISTEN (see ListenPlacement).
         let listenURLGiven = configuration.listenDatabase != nil
+        var listenDatabase = configuration.listenDatabase ?? database
+        if let keepalive = configuration.keepalive { listenDatabase.keepalive = keepalive }
         let listenSession = StoreSession(
-            configuration: configuration.listenDatabase ?? database, channels: Listener.channels, observer: observer,
+            configuration: listenDatabase, channels: Listener.channels, observer: observer,
             pause: gate.pause, onUnsupportedPoolMode: { [unowned self] in stopForGood($0) },
             shouldListen: { ListenPlacement.decide(listenURLGiven: listenURLGiven, connectionIsPooled: $0) != .poll })
         listener = Listener(session: listenSession, listenURLGiven: listenURLGiven, pollInterval: configuration.pollInterval, logger: logger,
@@ -300,7 +354,7 @@ public final class Worker: @unchecked Sendable {
         breakerReporter.wake = { [unowned self, unowned bundle] in bundle.wake(breakerReporter) }
 
         gate = StopGate()
-        claimer = Claimer(configuration: .init(configuration, worker: id), session: session(gate), intake: self,
+        claimer = Claimer(configuration: .init(configuration, worker: id), session: session(gate, responseTimeout: claimTimeout), intake: self,
                           completer: completer, settings: settings, logger: logger, metrics: metrics)
         _ = thread(for: claimer, gate: gate, needsSchema: false)
         claimer.onSchemaReady = { [unowned self] in startOrder.forEach { $0.wake() } }
@@ -310,15 +364,17 @@ public final class Worker: @unchecked Sendable {
 }
 
 extension Worker: JobIntake {
-    var freeSlots: Int { withState { $0.freeSlots } }
+    var freeSlots: Int { withState { $0.claimableSlots(now: clock.instant()) } }
     var heldCount: Int { withState { $0.jobs.count } }
-    var slots: (free: Int, held: Int) { withState { ($0.freeSlots, $0.jobs.count) } }
+    var slots: (free: Int, held: Int) { withState { ($0.claimableSlots(now: clock.instant()), $0.jobs.count) } }
 
-    func accept(_ jobs: [ClaimedJob], probeGeneration: Int64?) {
+    func accept(_ jobs: [ClaimedJob], probeGeneration: Int64?, provenAt: ContinuousClock.Instant) {
         guard !jobs.isEmpty else { return }
-        switch withState({ $0.claimed(jobs, probeGeneration: probeGeneration) }) {
+        switch withState({ $0.claimed(jobs, probeGeneration: probeGeneration, provenAt: provenAt, now: clock.instant()) }) {
         case .start(let leases):
             runner.submit(leases)
+            // The supervisor's fence wait may now be due sooner.
+            stateChanged.signal()
         case .handBack:
             // Shutdown began while the claim ran: back to the queue, no attempt used.
             for job in jobs { completer.append(.handBack(id: job.id, attempt: job.attempt)) }
@@ -331,7 +387,13 @@ extension Worker: JobIntake {
 
 extension Worker: LeaseHolder {
     var heldIDs: [Int64] { withState { $0.heldIDs } }
+    var heldLeases: [WorkerStateMachine.Lease] { withState { $0.heldLeases } }
     var heldProbes: [(destination: String, generation: Int64)] { withState { $0.heldProbes } }
+
+    func leasesRenewed(_ renewed: [WorkerStateMachine.Lease], sentAt: ContinuousClock.Instant) {
+        let resumed = withState { $0.leasesRenewed(renewed, sentAt: sentAt, now: clock.instant()) }
+        if resumed { claimerThread.wake() }
+    }
 
     func cancelRequested(_ ids: [Int64]) {
         guard !ids.isEmpty else { return }

@@ -18,6 +18,14 @@ public struct WorkerConfiguration: Sendable {
     public var concurrency: Int = 32
     /// How long a lease lasts before another worker may rescue the job. Renewed at a third of it. Default 30 s.
     public var lease: Duration = .seconds(30)
+    /// How long before a lease could expire a worker that cannot renew it (database out of
+    /// reach) aborts the job and stops claiming. Nil (the default) is a fifth of the lease,
+    /// between 200 ms and 10 s (see ``LeaseFence``).
+    public var leaseFenceMargin: Duration?
+    /// TCP keepalives on every worker connection, so a silent link is noticed in seconds.
+    /// Values in the connection string win. Default: idle 5 s, then 3 probes 2 s apart;
+    /// unacknowledged data gives up after 15 s.
+    public var keepalive: DatabaseKeepalive? = DatabaseKeepalive()
     /// How long in-flight jobs may take to finish after SIGTERM/SIGINT. Default 25 s.
     public var shutdownGrace: Duration = .seconds(25)
     /// Backoff and Retry-After rules. Defaults: exponential from 1 s, capped at 1 h, full jitter; Retry-After capped at 1 h (with `JobDefaults.maxAttempts`, about 6.5 h of retries).
@@ -29,6 +37,8 @@ public struct WorkerConfiguration: Sendable {
     /// How long succeeded jobs stay visible to `jobctl show`. Default 24 h. Zero keeps
     /// none: a success deletes the job without archiving it in `completed_jobs`.
     public var retention: Duration = .seconds(86_400)
+    /// Breaker transitions (`courier.breaker_events`) older than this are pruned. Default 7 days.
+    public var breakerEventRetention: Duration = .seconds(7 * 86_400)
     /// Dead letters older than this are purged automatically; nil keeps them until purged by hand.
     public var deadLetterRetention: Duration?
     /// Destinations on loopback, private and link-local addresses are refused unless true.

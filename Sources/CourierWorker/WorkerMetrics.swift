@@ -50,6 +50,7 @@ public final class WorkerMetrics: @unchecked Sendable {
     private var rescuedRequeued = 0
     private var rescuedDeadLettered = 0
     private var refusedByConfiguration = 0
+    private var fenceAborts = 0
     private var droppedAcknowledgements = 0
     private var retryDelays = Histogram(bounds: WorkerMetrics.retryDelayBounds)
     private var scheduleLags = Histogram(bounds: WorkerMetrics.scheduleLagBounds)
@@ -91,6 +92,8 @@ public final class WorkerMetrics: @unchecked Sendable {
         public var rescuedDeadLettered: Int
         /// Jobs handed back because this worker's configuration cannot run them.
         public var refusedByConfiguration = 0
+        /// Jobs aborted (or handed back unstarted) because this worker could not prove their leases.
+        public var fenceAborts = 0
         /// Results the database refused even one at a time, dropped (their jobs are rescued when the lease expires).
         public var droppedAcknowledgements: Int
         public var retryDelays: Histogram
@@ -122,7 +125,7 @@ public final class WorkerMetrics: @unchecked Sendable {
                 claimedJobs: Int(claimBatches.sum), claimBatchSizes: claimBatches, ackFlushes: ackFlushes.count,
                 ackedJobs: ackedJobs, ackLatencySeconds: ackFlushes.sum, ackLatency: ackFlushes,
                 rescuedRequeued: rescuedRequeued, rescuedDeadLettered: rescuedDeadLettered,
-                refusedByConfiguration: refusedByConfiguration,
+                refusedByConfiguration: refusedByConfiguration, fenceAborts: fenceAborts,
                 droppedAcknowledgements: droppedAcknowledgements, retryDelays: retryDelays,
                 scheduleLags: scheduleLags, scheduleMissed: scheduleMissed, attemptsByQueue: attemptsByQueue,
                 outcomesByQueue: outcomesByQueue, requestDurations: requestDurations)
@@ -162,6 +165,10 @@ public final class WorkerMetrics: @unchecked Sendable {
             deadLettersByReason[reason.rawValue, default: 0] += 1
             outcomesByQueue[queue, default: [:]]["dead_lettered", default: 0] += 1
         }
+    }
+
+    func recordFenceAborts(_ count: Int) {
+        lock.withLock { fenceAborts += count }
     }
 
     func recordLocalRefusal() {

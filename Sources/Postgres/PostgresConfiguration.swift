@@ -20,11 +20,42 @@ public struct PostgresConfiguration: Sendable, CustomStringConvertible {
     /// query then uses `PQexecParams`). A connection that finds itself behind a pooler
     /// disables it on its own (``PostgresConnection/isPooled``).
     public var statementCacheCapacity: Int
+    /// TCP keepalives (and `tcp_user_timeout`) for TCP connections; nil leaves libpq's
+    /// defaults (the kernel's: two hours). Parameters in the connection string win.
+    public var keepalive: Keepalive?
+    /// The longest a statement's answer is waited for on the client side. Nil waits as
+    /// long as the server takes. Past it the connection is closed and the call throws a
+    /// connection loss: a frozen link or server (which TCP keepalives cannot notice while
+    /// the far end's kernel still acknowledges) then ends in a reconnect instead of a
+    /// thread blocked forever. The server's `statement_timeout` cannot do this.
+    public var responseTimeout: Duration?
 
-    public init(connectionString: String, applicationName: String? = nil, statementCacheCapacity: Int = 128) {
+    /// libpq's `keepalives_idle`, `keepalives_interval`, `keepalives_count` (seconds, count)
+    /// and `tcp_user_timeout` (milliseconds), which libpq ignores on Unix-domain sockets, and
+    /// `connect_timeout` (seconds, at least 2), so a connect to a silent server gives up too.
+    public struct Keepalive: Sendable, Equatable {
+        public var idleSeconds: Int
+        public var intervalSeconds: Int
+        public var count: Int
+        public var userTimeoutMilliseconds: Int
+        public var connectTimeoutSeconds: Int
+        public init(idleSeconds: Int = 5, intervalSeconds: Int = 2, count: Int = 3, userTimeoutMilliseconds: Int = 15_000,
+                    connectTimeoutSeconds: Int = 10) {
+            self.idleSeconds = idleSeconds
+            self.intervalSeconds = intervalSeconds
+            self.count = count
+            self.userTimeoutMilliseconds = userTimeoutMilliseconds
+            self.connectTimeoutSeconds = connectTimeoutSeconds
+        }
+    }
+
+    public init(connectionString: String, applicationName: String? = nil, statementCacheCapacity: Int = 128,
+                keepalive: Keepalive? = nil, responseTimeout: Duration? = nil) {
         self.connectionString = connectionString
         self.applicationName = applicationName
         self.statementCacheCapacity = statementCacheCapacity
+        self.keepalive = keepalive
+        self.responseTimeout = responseTimeout
     }
 
     /// The value of a `--database-url` flag when given and not empty, else
@@ -67,6 +98,17 @@ public struct PostgresConfiguration: Sendable, CustomStringConvertible {
         }
         if !parameters.contains(where: { $0.key == "client_encoding" }) {
             set("client_encoding", "UTF8")
+        }
+        if let keepalive {
+            func setDefault(_ key: String, _ value: Int) {
+                if !parameters.contains(where: { $0.key == key }) { set(key, String(value)) }
+            }
+            setDefault("keepalives", 1)
+            setDefault("keepalives_idle", keepalive.idleSeconds)
+            setDefault("keepalives_interval", keepalive.intervalSeconds)
+            setDefault("keepalives_count", keepalive.count)
+            setDefault("tcp_user_timeout", keepalive.userTimeoutMilliseconds)
+            setDefault("connect_timeout", keepalive.connectTimeoutSeconds)
         }
         return parameters
     }

@@ -208,8 +208,9 @@ public final class PostgresConnection: @unchecked Sendable {
         let types = query.binds.map { type(of: $0).postgresTypeOID }
         let secrets = texts.compactMap { $0 }
         guard statements.capacity > 0, !isPooled else {
-            let result = PostgresConnection.withCStrings(texts) { values in
-                PQexecParams(handle, query.sql, Int32(texts.count), types, values, nil, nil, 0)
+            let result = try PostgresConnection.withCStrings(texts) { values in
+                try exec(handle, blocking: { PQexecParams(handle, query.sql, Int32(texts.count), types, values, nil, nil, 0) },
+                         send: { PQsendQueryParams(handle, query.sql, Int32(texts.count), types, values, nil, nil, 0) })
             }
             return try consume(result, handle: handle, secrets: secrets)
         }
@@ -242,7 +243,9 @@ public final class PostgresConnection: @unchecked Sendable {
     /// `simpleQuery`, returning the last statement's command tag (e.g. `COMMIT`, `ROLLBACK`).
     func simpleQueryWithTag(_ sql: String) throws -> String {
         let handle = try liveHandle()
-        guard let result = PQexec(handle, sql) else { throw connectionError(handle) }
+        guard let result = try exec(handle, blocking: { PQexec(handle, sql) }, send: { PQsendQuery(handle, sql) }) else {
+            throw connectionError(handle)
+        }
         defer { PQclear(result) }
         try check(result, handle: handle, secrets: [])
         return String(cString: PQcmdStatus(result))
@@ -254,13 +257,17 @@ public final class PostgresConnection: @unchecked Sendable {
             name = cached
         } else {
             name = statements.nextName()
-            guard let prepared = PQprepare(handle, name, sql, Int32(types.count), types) else { throw connectionError(handle) }
+            guard let prepared = try exec(handle, blocking: { PQprepare(handle, name, sql, Int32(types.count), types) },
+                                          send: { PQsendPrepare(handle, name, sql, Int32(types.count), types) }) else {
+                throw connectionError(handle)
+            }
             defer { PQclear(prepared) }
             try check(prepared, handle: handle, secrets: secrets)
             if let evicted = statements.insert(key, name: name) { deallocate(evicted, handle: handle) }
         }
-        let result = PostgresConnection.withCStrings(texts) { values in
-            PQexecPrepared(handle, name, Int32(texts.count), values, nil, nil, 0)
+        let result = try PostgresConnection.withCStrings(texts) { values in
+            try exec(handle, blocking: { PQexecPrepared(handle, name, Int32(texts.count), values, nil, nil, 0) },
+                     send: { PQsendQueryPrepared(handle, name, Int32(texts.count), values, nil, nil, 0) })
         }
         return try consume(result, handle: handle, secrets: secrets)
     }
@@ -276,10 +283,57 @@ public final class PostgresConnection: @unchecked Sendable {
     }
 
     /// Calls `body` with NUL-terminated copies of `texts` (`nil` stays a null pointer = SQL NULL).
-    static func withCStrings<R>(_ texts: [String?], _ body: ([UnsafePointer<CChar>?]) -> R) -> R {
+    static func withCStrings<R>(_ texts: [String?], _ body: ([UnsafePointer<CChar>?]) throws -> R) rethrows -> R {
         let copies = texts.map { $0.map { strdup($0) } ?? nil }
         defer { copies.forEach { free($0) } }
-        return body(copies.map { $0.map { UnsafePointer($0) } })
+        return try body(copies.map { $0.map { UnsafePointer($0) } })
+    }
+
+    /// Runs one libpq command: `blocking` (the `PQexec*` call) when no
+    /// ``PostgresConfiguration/responseTimeout`` is set; otherwise `send` (its `PQsend*`
+    /// twin) and a wait for the answer bounded by the timeout, after which the connection
+    /// is closed and a connection loss thrown. Returns what `PQexec*` would: the first
+    /// error result, or else the last result (a COPY result at once).
+    func exec(_ handle: OpaquePointer, blocking: () -> OpaquePointer?, send: () -> Int32) throws -> OpaquePointer? {
+        guard let timeout = configuration.responseTimeout else { return blocking() }
+        guard send() == 1 else { throw connectionError(handle) }
+        let deadline = ContinuousClock.now + timeout
+        var kept: OpaquePointer?
+        while true {
+            while PQisBusy(handle) == 1 {
+                let remaining = deadline - ContinuousClock.now
+                let socket = PQsocket(handle)
+                guard remaining > .zero, socket >= 0 else {
+                    if let kept { PQclear(kept) }
+                    close()
+                    throw PostgresError(kind: .connection,
+                                        message: "no answer from the server within \(timeout) (response timeout); the connection was closed",
+                                        isConnectionLoss: true)
+                }
+                var descriptor = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
+                let ready = poll(&descriptor, 1, PostgresConnection.milliseconds(remaining))
+                if ready < 0 && errno != EINTR {
+                    if let kept { PQclear(kept) }
+                    throw PostgresError(kind: .connection, message: "poll failed: errno \(errno)", isConnectionLoss: true)
+                }
+                if ready > 0 && PQconsumeInput(handle) != 1 {
+                    if let kept { PQclear(kept) }
+                    throw connectionError(handle)
+                }
+            }
+            guard let next = PQgetResult(handle) else { return kept }
+            let status = PQresultStatus(next)
+            if status == PGRES_COPY_IN || status == PGRES_COPY_OUT || status == PGRES_COPY_BOTH {
+                if let kept { PQclear(kept) }
+                return next
+            }
+            if let previous = kept, PQresultStatus(previous) == PGRES_FATAL_ERROR {
+                PQclear(next)
+            } else {
+                if let previous = kept { PQclear(previous) }
+                kept = next
+            }
+        }
     }
 
     /// Quotes an identifier (channel, table) with `PQescapeIdentifier`.

@@ -23,6 +23,10 @@ struct DrainBench {
     /// The workers' `--retention`; "0" runs them without the success archive.
     var retention: String?
 
+    /// Holds a repeatable-read transaction (with its snapshot taken) open across the drain, as a
+    /// report query or `pg_dump` elsewhere in the database would: the xmin horizon stands still.
+    var holdSnapshot = false
+
     var archives: Bool { retention.map { !["0", "0s", "0ms"].contains($0) } ?? true }
 
     func run(workers: Int, concurrency: Int, rep: Int) throws {
@@ -48,6 +52,12 @@ struct DrainBench {
                                           label: "\(kind.rawValue)-w\(workers)-c\(concurrency)\(archives ? "" : "-noarchive")-r\(rep)")
         do {
             try fleet.waitReady(connection)
+            let holder = holdSnapshot ? try context.connect() : nil
+            defer { holder?.close() }
+            if let holder {
+                try holder.simpleQuery("begin isolation level repeatable read")
+                _ = try holder.query(PostgresQuery(unsafeSQL: "select count(*) from courier.workers"))
+            }
             let sampler = CPUSampler(workerPIDs: fleet.pids, postmaster: context.postmasterPID)
             let before = sampler.snapshot()
             let switchesBefore = WorkerCounters.switches(pids: fleet.pids)
@@ -70,6 +80,7 @@ struct DrainBench {
             let after = sampler.snapshot()
             let switchesAfter = WorkerCounters.switches(pids: fleet.pids)
             let counters = WorkerCounters.scrape(workers: workers, workDirectory: context.workDirectory)
+            if let holder { try holder.simpleQuery("commit") }
             let seconds = t1 - t0
             let peakKB = fleet.peakRSSKB
             try fleet.stop()
@@ -90,6 +101,7 @@ struct DrainBench {
                 "seconds": Stats.rounded(seconds, 4), "jobs_per_s": Stats.rounded(Double(jobs) / seconds, 1),
                 "worker_peak_rss_kb": peakKB,
                 "retention": retention ?? "24h",
+                "held_snapshot": holdSnapshot,
             ]
             // From the archive's finish times: absent without it.
             if dbSeconds.isFinite { row["db_seconds"] = Stats.rounded(dbSeconds, 4) }

@@ -11,6 +11,9 @@ import Foundation
 //   courier-bench pgbench  [common] --clients 1,2,4 --duration 5 --fill 600000 --batch 100 --reps 1 [--pgbench PATH]
 //   courier-bench latency  [common] --jobs 500 --interval-ms 20 --reps 3
 //   courier-bench memory   [common] --concurrency 256 --delay 10
+//   courier-bench soak     [common] --minutes 30 --rate 5000 --workers 2 --concurrency 256 --retention 1m --sample 60
+//                          steady enqueue + drain; per-sample throughput, claim lag, sizes, dead tuples, autovacuum runs
+//   (drain also takes --hold-snapshot: a repeatable-read transaction held open across every drain)
 //   courier-bench script                                    print the generated pgbench script
 // common: --db NAME --bin-dir DIR --work-dir DIR --out FILE --pg-data DIR (PG* variables select the cluster)
 
@@ -29,12 +32,13 @@ func runBench(_ arguments: [String]) throws {
                                  sqlCalls: try options.int("sql-calls", default: 10_000))
         for rep in 1...max(1, try options.int("reps", default: 3)) { try bench.run(rep: rep) }
     case "drain":
-        let options = try BenchOptions(rest, known: common + ["kind", "jobs", "workers", "concurrency", "reps", "url", "retention"])
+        let options = try BenchOptions(rest, known: common + ["kind", "jobs", "workers", "concurrency", "reps", "url", "retention", "hold-snapshot"])
         guard let kind = DrainBench.Kind(rawValue: options.string("kind", default: "noop")) else { throw BenchError("--kind: noop or http") }
         let bench = DrainBench(context: try BenchContext(options), kind: kind,
                                jobs: try options.int("jobs", default: kind == .noop ? 100_000 : 50_000),
                                httpURL: options.string("url", default: "http://127.0.0.1:18080/ok"),
-                               retention: options.optional("retention"))
+                               retention: options.optional("retention"),
+                               holdSnapshot: options.optional("hold-snapshot").map { $0 != "0" && $0 != "false" } ?? false)
         let reps = max(1, try options.int("reps", default: 3))
         for rep in 1...reps {
             for workers in try options.intList("workers", default: [1, 2]) {
@@ -51,6 +55,13 @@ func runBench(_ arguments: [String]) throws {
         for rep in 1...max(1, try options.int("reps", default: 1)) {
             for clients in try options.intList("clients", default: [1, 2, 4]) { try bench.run(clients: clients, rep: rep) }
         }
+    case "soak":
+        let options = try BenchOptions(rest, known: common + ["minutes", "seconds", "rate", "workers", "concurrency", "retention", "sample"])
+        let seconds = try options.optional("seconds").map { _ in try options.int("seconds", default: 60) }
+            ?? 60 * (try options.int("minutes", default: 30))
+        try SoakBench(context: try BenchContext(options), seconds: seconds, rate: try options.int("rate", default: 5000),
+                      workers: try options.int("workers", default: 2), concurrency: try options.int("concurrency", default: 256),
+                      retention: options.string("retention", default: "1m"), sample: try options.int("sample", default: 60)).run()
     case "latency":
         let options = try BenchOptions(rest, known: common + ["jobs", "interval-ms", "reps"])
         let bench = LatencyBench(context: try BenchContext(options), jobs: try options.int("jobs", default: 500),

@@ -195,6 +195,22 @@ struct DeadLetterCommandTests {
         }
     }
 
+    @Test func aSecondForcedReplayIsRefusedWhileOneRuns() throws {
+        try ControlFixture.with { fixture throws in
+            try fixture.deadLetter(failedAgo: 100, replayed: true)
+            // Another forced replay holds the lock (this session stands in for it).
+            #expect(try DeadLettersTable.tryLockForcedReplay(on: fixture.db))
+            let refused = fixture.run(["dead", "replay", "--all", "--force"])
+            #expect(refused.status == 1, "\(refused)")
+            #expect(refused.err.contains("another 'jobctl dead replay --force' is running"), "\(refused.err)")
+            #expect(try fixture.jobCount == 0, "nothing replayed")
+            try DeadLettersTable.unlockForcedReplay(on: fixture.db)
+            let forced = fixture.run(["dead", "replay", "--all", "--force"])
+            #expect(forced.status == 0, "\(forced)")
+            #expect(try fixture.jobCount == 1)
+        }
+    }
+
     @Test func dryRunPrintsACountPerDestination() throws {
         try ControlFixture.with { fixture throws in
             _ = try seed(fixture)

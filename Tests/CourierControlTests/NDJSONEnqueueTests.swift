@@ -16,6 +16,23 @@ struct NDJSONEnqueueTests {
         return text
     }
 
+    @Test(arguments: [
+        ("url", #"{"url": "http://example.com/a\u0000b"}"#),
+        ("idempotency_key", #"{"url": "http://example.com/", "idempotency_key": "k\u0000"}"#),
+        ("unique_key", #"{"url": "http://example.com/", "unique_key": "u\u0000"}"#),
+        ("destination", #"{"url": "http://example.com/", "destination": "d\u0000"}"#),
+        ("body", #"{"url": "http://example.com/", "body": "b\u0000"}"#),
+    ])
+    func aNULInAFieldNamesTheLineAndFieldAndEnqueuesNothing(_ field: String, _ line: String) throws {
+        try ControlFixture.with { fixture throws in
+            let file = try TemporaryFile(#"{"url": "http://example.com/ok"}"# + "\n" + line + "\n", suffix: ".ndjson")
+            let result = fixture.run(["enqueue", "--ndjson", file.path])
+            #expect(result.status == 2, "\(result)")
+            #expect(result.err.contains("line 2: \(field):") && result.err.contains("NUL"), "\(result.err)")
+            #expect(try fixture.int("select count(*)::bigint from courier.jobs") == 0)
+        }
+    }
+
     @Test func aHundredThousandLinesFromAFile() throws {
         try ControlFixture.with { fixture throws in
             let file = try TemporaryFile(Self.lines(100_000), suffix: ".ndjson")

@@ -77,6 +77,7 @@ import Testing
             _ = heartbeater.runOnce(now: .now)
             let after = try db.query("select lease_expires_at from courier.jobs where id = \(job)").rows[0].decode(0, as: Date.self)
             #expect(after > before, "the lease was renewed")
+            #expect(holder.renewed == [WorkerStateMachine.Lease(id: job, attempt: 1)], "and the holder told which lease was proven")
             let live = try WorkersTable.live(on: db)
             #expect(live.count == 1, "the worker registered itself")
             try db.execute("update courier.jobs set cancel_requested_at = now() where id = \(job)")
@@ -90,6 +91,29 @@ import Testing
 }
 
 extension ServiceTests {
+    @Test func thePrunerDeletesInBoundedBatchesAndComesBackSoonWhileBehind() throws {
+        try CourierTestDatabase.with { database, db in
+            try db.execute("""
+                insert into courier.completed_jobs (id, kind, queue, destination, method, url, attempt, created_at, finished_at)
+                select g, 'http', 'default', 'https://e.com:443', 'POST', 'https://e.com/', 1, now() - interval '3 days', now() - interval '2 days'
+                from generate_series(1, 2500) g
+                """)
+            var config = Pruner.Configuration(configuration(database))
+            config.batch = 1000
+            config.budget = .zero
+            let pruner = Pruner(configuration: config, session: session(database))
+            let start = ContinuousClock.now
+            #expect(pruner.runOnce(now: start) == config.interval, "the first round waits a full interval")
+            #expect(pruner.runOnce(now: start + config.interval) == config.catchUpInterval, "out of budget with more due: back soon")
+            #expect(try db.query("select count(*)::int from courier.completed_jobs").rows[0].decode(0, as: Int.self) == 1500,
+                    "one bounded batch per round when the budget is spent")
+            _ = pruner.runOnce(now: start + config.interval + config.catchUpInterval)
+            _ = pruner.runOnce(now: start + config.interval + config.catchUpInterval * 2)
+            #expect(try db.query("select count(*)::int from courier.completed_jobs").rows[0].decode(0, as: Int.self) == 0)
+            pruner.finish()
+        }
+    }
+
     @Test func isolatedFailuresOnManyWorkersBetweenSuccessesDoNotTripTheBreaker() throws {
         try CourierTestDatabase.with { database, db in
             let destination = "http://127.0.0.1:9"
@@ -184,7 +208,13 @@ final class FakeHolder: LeaseHolder, @unchecked Sendable {
         set { lock.withLock { _held = newValue } }
     }
     var cancelled: [Int64] { lock.withLock { _cancelled } }
-    var heldIDs: [Int64] { held }
+    /// Held jobs, each on its first attempt.
+    var heldLeases: [WorkerStateMachine.Lease] { held.map { WorkerStateMachine.Lease(id: $0, attempt: 1) } }
+    private var _renewed: [WorkerStateMachine.Lease] = []
+    var renewed: [WorkerStateMachine.Lease] { lock.withLock { _renewed } }
+    func leasesRenewed(_ renewed: [WorkerStateMachine.Lease], sentAt: ContinuousClock.Instant) {
+        lock.withLock { _renewed = renewed }
+    }
     var probes: [(destination: String, generation: Int64)] = []
     var heldProbes: [(destination: String, generation: Int64)] { lock.withLock { probes } }
     var isStopping: Bool { false }

@@ -42,7 +42,9 @@ public final class StoreSession: @unchecked Sendable {
 
     /// - Parameters:
     ///   - channels: channels to LISTEN on after every (re)connect.
-    ///   - statementTimeout: set on every connection, for sessions whose statements must never wait long.
+    ///   - statementTimeout: set on every direct (not pooled) connection, for sessions whose
+    ///     statements must never wait long. A client-side bound that also holds through a
+    ///     pooler is ``DatabaseConfiguration/responseTimeout``.
     ///   - pause: sleeps the backoff after a failure; may return early when the owner stops.
     ///   - onUnsupportedPoolMode: told when the pooler's mode cannot work (the owner stops).
     ///   - shouldListen: whether to LISTEN on a fresh connection, given whether it is pooled.
@@ -114,7 +116,9 @@ public final class StoreSession: @unchecked Sendable {
         connection?.close()
         connection = nil
         let fresh = try PostgresConnection.connect(configuration)
-        if let statementTimeout {
+        // Not through a pooler: a session setting there stays on the server connection
+        // and reaches whichever client is lent it next.
+        if let statementTimeout, !fresh.isPooled {
             let milliseconds = String(statementTimeout.milliseconds)
             _ = try fresh.query("select set_config('statement_timeout', \(milliseconds), false)")
         }

@@ -13,6 +13,8 @@ public protocol WorkerStore {
                        leaseMilliseconds: Int) throws -> ClaimedJob?
     /// Renews the leases this worker holds; returns the ids an operator asked to cancel.
     func jobsExtendLeases(ids: [Int64], worker: UUID, leaseMilliseconds: Int) throws -> [Int64]
+    /// Renews exactly these (id, attempt) leases, locked in id order; says which it renewed.
+    func jobsRenewLeases(_ leases: [(id: Int64, attempt: Int)], worker: UUID, leaseMilliseconds: Int) throws -> JobsTable.LeaseRenewal
     func jobsCancelRequested(worker: UUID) throws -> [Int64]
     func jobsComplete(_ successes: [JobsTable.Success], worker: UUID, archive: Bool) throws -> [Int64]
     func jobsRetry(_ retries: [JobsTable.Retry], worker: UUID) throws -> [Int64]
@@ -23,6 +25,10 @@ public protocol WorkerStore {
     func jobsRescueExpired() throws -> JobsTable.RescueResult
     func jobsReleaseStaleHolds() throws -> Int
     func completedJobsPrune(olderThanMilliseconds: Int64) throws -> Int
+    /// One bounded batch (oldest first, `SKIP LOCKED`) of each prune; a full batch means more is due.
+    func completedJobsPrune(olderThanMilliseconds: Int64, batch: Int) throws -> Int
+    func breakerEventsPrune(olderThanMilliseconds: Int64, batch: Int) throws -> Int
+    func deadLettersPurge(olderThanMilliseconds: Int64, batch: Int) throws -> Int
 
     // Workers.
     func workerRegister(_ registration: WorkersTable.Registration) throws
@@ -89,6 +95,10 @@ public struct PostgresWorkerStore: WorkerStore {
     public func jobsExtendLeases(ids: [Int64], worker: UUID, leaseMilliseconds: Int) throws -> [Int64] {
         try JobsTable.extendLeases(ids: ids, worker: worker, leaseMilliseconds: leaseMilliseconds, on: connection)
     }
+    public func jobsRenewLeases(_ leases: [(id: Int64, attempt: Int)], worker: UUID,
+                                leaseMilliseconds: Int) throws -> JobsTable.LeaseRenewal {
+        try JobsTable.renewLeases(leases, worker: worker, leaseMilliseconds: leaseMilliseconds, on: connection)
+    }
     public func jobsCancelRequested(worker: UUID) throws -> [Int64] {
         try JobsTable.cancelRequested(worker: worker, on: connection)
     }
@@ -109,6 +119,15 @@ public struct PostgresWorkerStore: WorkerStore {
     }
     public func jobsRescueExpired() throws -> JobsTable.RescueResult { try JobsTable.rescueExpired(on: connection) }
     public func jobsReleaseStaleHolds() throws -> Int { try JobsTable.releaseStaleHolds(on: connection) }
+    public func completedJobsPrune(olderThanMilliseconds: Int64, batch: Int) throws -> Int {
+        try JobsTable.pruneCompleted(olderThanMilliseconds: olderThanMilliseconds, batch: batch, on: connection)
+    }
+    public func breakerEventsPrune(olderThanMilliseconds: Int64, batch: Int) throws -> Int {
+        try BreakersTable.pruneEvents(olderThanMilliseconds: olderThanMilliseconds, batch: batch, on: connection)
+    }
+    public func deadLettersPurge(olderThanMilliseconds: Int64, batch: Int) throws -> Int {
+        try DeadLettersTable.purgeBatch(olderThanMilliseconds: olderThanMilliseconds, batch: batch, on: connection)
+    }
     public func completedJobsPrune(olderThanMilliseconds: Int64) throws -> Int {
         try JobsTable.pruneCompleted(olderThanMilliseconds: olderThanMilliseconds, on: connection)
     }

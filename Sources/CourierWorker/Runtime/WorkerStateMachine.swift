@@ -39,6 +39,11 @@ public struct WorkerStateMachine: Sendable {
         public var abortedByShutdown = false
         /// Set when the job is its destination's half-open probe.
         public var probeGeneration: Int64?
+        /// When its lease was last proven (the claim's or a renewal's send instant); nil
+        /// leaves it outside the fence (tests that do not exercise it).
+        public var provenAt: ContinuousClock.Instant?
+        /// Aborted (or never started) because its lease could no longer be proven.
+        public var abortedByFence = false
     }
 
     /// What a claim that returned jobs leads to.
@@ -67,6 +72,9 @@ public struct WorkerStateMachine: Sendable {
         case abort([Lease])
         /// Abort these running jobs at an operator's request.
         case cancel([Lease])
+        /// Abort these jobs: their leases can no longer be proven (the database is out of
+        /// reach), and another worker may rescue them soon (see ``LeaseFence``).
+        case fence([Lease])
         /// Write what is left and stop the remaining services.
         case flush
     }
@@ -77,15 +85,32 @@ public struct WorkerStateMachine: Sendable {
     /// How long aborted jobs get to unwind before the worker flushes without them.
     public let abortGrace: Duration
 
-    public init(concurrency: Int, abortGrace: Duration = .seconds(5)) {
+    /// When leases are trusted, and the last renewal.
+    public private(set) var fence: LeaseFence
+
+    public init(concurrency: Int, abortGrace: Duration = .seconds(5), fence: LeaseFence = LeaseFence(lease: .seconds(30))) {
         self.concurrency = concurrency
         self.abortGrace = abortGrace
+        self.fence = fence
     }
 
     public var isRunning: Bool { phase == .running }
     public var freeSlots: Int { isRunning ? max(0, concurrency - jobs.count) : 0 }
     /// Ids of the jobs whose leases must be renewed.
     public var heldIDs: [Int64] { jobs.keys.map(\.id) }
+    /// The leases to renew.
+    public var heldLeases: [Lease] { Array(jobs.keys) }
+
+    /// Slots a claim may fill at `now`: none while the fence is closed (the heartbeater
+    /// has not proven the leases lately), else ``freeSlots``.
+    public func claimableSlots(now: ContinuousClock.Instant) -> Int {
+        fence.mayClaim(now: now) ? freeSlots : 0
+    }
+
+    /// The earliest instant at which a held lease stops being trusted.
+    public var nextFenceDeadline: ContinuousClock.Instant? {
+        jobs.values.compactMap { entry in entry.abortedByFence ? nil : entry.provenAt.map(fence.deadline(provenAt:)) }.min()
+    }
     /// The half-open probes among them, whose probe leases must be renewed too.
     public var heldProbes: [(destination: String, generation: Int64)] {
         jobs.values.compactMap { entry in entry.probeGeneration.map { (entry.job.destination, $0) } }
@@ -94,19 +119,24 @@ public struct WorkerStateMachine: Sendable {
     // MARK: Events
 
     /// A claim (or a won probe) returned `claimed`.
-    public mutating func claimed(_ claimed: [ClaimedJob], probeGeneration: Int64? = nil) -> ClaimAction {
+    /// - Parameters:
+    ///   - provenAt: when the claim was sent (its leases are proven from then); with `now`,
+    ///     a claim whose answer came too late to be trusted is handed back unstarted.
+    public mutating func claimed(_ claimed: [ClaimedJob], probeGeneration: Int64? = nil,
+                                 provenAt: ContinuousClock.Instant? = nil, now: ContinuousClock.Instant? = nil) -> ClaimAction {
         let leases = claimed.map { Lease(id: $0.id, attempt: $0.attempt) }
         guard isRunning else { return .handBack(leases) }
+        if let provenAt, let now, fence.isUntrusted(provenAt: provenAt, now: now) { return .handBack(leases) }
         for (lease, job) in zip(leases, claimed) {
-            jobs[lease] = Entry(job: job, probeGeneration: probeGeneration)
+            jobs[lease] = Entry(job: job, probeGeneration: probeGeneration, provenAt: provenAt)
         }
         return .start(leases)
     }
 
     /// A job's task is about to run it.
     public mutating func started(_ lease: Lease) -> StartAction {
-        guard jobs[lease] != nil else { return .ignore }
-        guard isRunning else { return .handBack }
+        guard let entry = jobs[lease] else { return .ignore }
+        guard isRunning, !entry.abortedByFence else { return .handBack }
         jobs[lease]?.started = true
         return .run
     }
@@ -127,6 +157,30 @@ public struct WorkerStateMachine: Sendable {
             leases.append(lease)
         }
         return leases.isEmpty ? [] : [.cancel(leases.sorted { $0.id < $1.id })]
+    }
+
+    /// The heartbeater's renewal sent at `sentAt` succeeded and renewed `renewed` (held
+    /// leases it did not renew keep their older proof). Returns true when claiming was
+    /// fenced off until now and may resume.
+    public mutating func leasesRenewed(_ renewed: [Lease], sentAt: ContinuousClock.Instant, now: ContinuousClock.Instant) -> Bool {
+        let wasFenced = !fence.mayClaim(now: now)
+        fence.renewed(sentAt: sentAt)
+        for lease in renewed {
+            guard let proven = jobs[lease]?.provenAt else { continue }
+            jobs[lease]?.provenAt = max(proven, sentAt)
+        }
+        return wasFenced && fence.mayClaim(now: now)
+    }
+
+    /// Time passed: jobs whose leases are no longer trusted are aborted (once each).
+    public mutating func fenceCheck(now: ContinuousClock.Instant) -> [Action] {
+        var leases: [Lease] = []
+        for (lease, entry) in jobs where !entry.abortedByFence {
+            guard let provenAt = entry.provenAt, fence.isUntrusted(provenAt: provenAt, now: now) else { continue }
+            jobs[lease]?.abortedByFence = true
+            leases.append(lease)
+        }
+        return leases.isEmpty ? [] : [.fence(leases.sorted { $0.id < $1.id })]
     }
 
     /// SIGTERM, SIGINT or `shutdown()`.

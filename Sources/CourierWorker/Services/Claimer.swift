@@ -10,8 +10,9 @@ protocol JobIntake: AnyObject, Sendable {
     var heldCount: Int { get }
     /// Free slots and held jobs, read together.
     var slots: (free: Int, held: Int) { get }
-    /// Takes over jobs a claim or a won probe returned.
-    func accept(_ jobs: [ClaimedJob], probeGeneration: Int64?)
+    /// Takes over jobs a claim or a won probe returned; `provenAt` is when the claim was
+    /// sent (their leases are trusted from then, see ``LeaseFence``).
+    func accept(_ jobs: [ClaimedJob], probeGeneration: Int64?, provenAt: ContinuousClock.Instant)
 }
 
 /// Leases batches of jobs sized to the free slots, round-robin over the queues, and
@@ -118,7 +119,7 @@ final class Claimer: WorkerService, @unchecked Sendable {
             }
             guard case .success(let jobs) = result else { break }
             metrics.recordClaim(batch: jobs.count)
-            intake.accept(jobs, probeGeneration: nil)
+            intake.accept(jobs, probeGeneration: nil, provenAt: now)
             // A full batch: more may be waiting, claim again at once.
             if jobs.count == want {
                 moreWaiting = true

@@ -4,14 +4,16 @@ import Foundation
 
 /// What the heartbeater needs from the worker.
 protocol LeaseHolder: AnyObject, Sendable {
-    /// Ids of the jobs whose leases this worker holds.
-    var heldIDs: [Int64] { get }
+    /// The leases this worker holds.
+    var heldLeases: [WorkerStateMachine.Lease] { get }
     /// The half-open probes this worker is running: their leases are renewed with the jobs'.
     var heldProbes: [(destination: String, generation: Int64)] { get }
     /// True once a graceful shutdown has begun.
     var isStopping: Bool { get }
     /// The database says an operator cancelled these jobs.
     func cancelRequested(_ ids: [Int64])
+    /// A renewal sent at `sentAt` succeeded and renewed these leases (the lease fence's proof).
+    func leasesRenewed(_ renewed: [WorkerStateMachine.Lease], sentAt: ContinuousClock.Instant)
 }
 
 /// Renews this worker's leases and registration on a connection of its own, so no
@@ -49,10 +51,14 @@ final class Heartbeater: WorkerService, @unchecked Sendable {
     private let lock = NSLock()
     private var cancelCheckWanted = false
 
-    init(configuration: Configuration, session: StoreSession, holder: any LeaseHolder) {
+    private let clock: @Sendable () -> ContinuousClock.Instant
+
+    init(configuration: Configuration, session: StoreSession, holder: any LeaseHolder,
+         clock: @escaping @Sendable () -> ContinuousClock.Instant = { .now }) {
         self.configuration = configuration
         self.session = session
         self.holder = holder
+        self.clock = clock
     }
 
     /// A cancellation was announced: look at the database at the next round.
@@ -65,12 +71,14 @@ final class Heartbeater: WorkerService, @unchecked Sendable {
         if !registered, case .success = session.run({ try $0.workerRegister(self.configuration.registration) }) {
             registered = true
         }
-        let held = holder.heldIDs
+        let held = holder.heldLeases
         let probes = holder.heldProbes
         let stopping = holder.isStopping
         let wanted = lock.withLock { () -> Bool in defer { cancelCheckWanted = false }; return cancelCheckWanted }
         if lastHeartbeat.map({ now - $0 >= configuration.interval }) ?? true || stopping != reportedStopping {
-            let result = session.run { store -> [Int64] in
+            // The send instant: the database's now() that sets the leases comes after it.
+            let sentAt = clock()
+            let result = session.run { store -> JobsTable.LeaseRenewal in
                 if !(try store.workerHeartbeat(id: id, stopping: stopping)) {
                     try store.workerRegister(self.configuration.registration)
                 }
@@ -80,12 +88,14 @@ final class Heartbeater: WorkerService, @unchecked Sendable {
                     _ = try store.breakerRenewProbe(destination: probe.destination, generation: probe.generation, worker: id,
                                                     probeLeaseMilliseconds: self.configuration.probeLeaseMilliseconds)
                 }
-                return try store.jobsExtendLeases(ids: held, worker: id, leaseMilliseconds: self.configuration.leaseMilliseconds)
+                return try store.jobsRenewLeases(held.map { ($0.id, $0.attempt) }, worker: id,
+                                                 leaseMilliseconds: self.configuration.leaseMilliseconds)
             }
-            if case .success(let cancelled) = result {
+            if case .success(let renewal) = result {
                 lastHeartbeat = now
                 reportedStopping = stopping
-                holder.cancelRequested(cancelled)
+                holder.leasesRenewed(renewal.renewed.map { WorkerStateMachine.Lease(id: $0.id, attempt: $0.attempt) }, sentAt: sentAt)
+                holder.cancelRequested(renewal.cancelled)
             }
         } else if !held.isEmpty && (wanted || lastCancelCheck.map { now - $0 >= configuration.cancelCheckInterval } ?? true) {
             lastCancelCheck = now

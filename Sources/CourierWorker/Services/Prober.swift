@@ -58,7 +58,7 @@ final class Prober: WorkerService, @unchecked Sendable {
             }
             logger.info("breaker half-open; probing", [("job", job.id), ("queue", job.queue), ("destination", destination),
                                                         ("attempt", job.attempt), ("class", "none"), ("generation", won.0)])
-            intake.accept([job], probeGeneration: won.0)
+            intake.accept([job], probeGeneration: won.0, provenAt: now)
         }
         return configuration.interval
     }

@@ -1,0 +1,63 @@
+import Foundation
+import Postgres
+
+/// Renewing leases (the heartbeater's statement).
+extension JobsTable {
+    /// What one renewal did.
+    public struct LeaseRenewal: Sendable, Equatable {
+        /// The leases renewed, as (id, attempt): still this worker's, for that attempt.
+        public var renewed: [(id: Int64, attempt: Int)]
+        /// Ids among them whose cancellation an operator has requested.
+        public var cancelled: [Int64]
+
+        public init(renewed: [(id: Int64, attempt: Int)], cancelled: [Int64]) {
+            self.renewed = renewed
+            self.cancelled = cancelled
+        }
+
+        public static func == (a: LeaseRenewal, b: LeaseRenewal) -> Bool {
+            a.renewed.map(\.id) == b.renewed.map(\.id) && a.renewed.map(\.attempt) == b.renewed.map(\.attempt) && a.cancelled == b.cancelled
+        }
+    }
+
+    /// Extends the leases `worker` holds for exactly these (id, attempt) pairs, and says
+    /// which it renewed: a lease this worker lost (rescued, re-claimed as a later attempt,
+    /// finished) is not renewed, so the worker does not count it as proven.
+    ///
+    /// A renewal never waits for a row lock: a row locked by someone else is skipped
+    /// (`SKIP LOCKED`) and counts as not renewed this round. The one holding it is nearly
+    /// always this worker's own acknowledgement of that job, which needs no renewal; so a
+    /// renewal and acknowledgements of an overlapping set of jobs cannot deadlock, whatever
+    /// order the acknowledgement's plan locks rows in, and a renewal is never held up. A
+    /// lease skipped for longer than the fence trusts it is aborted (see `LeaseFence`).
+    public static func renewLeases(_ leases: [(id: Int64, attempt: Int)], worker: UUID, leaseMilliseconds: Int,
+                                   on connection: PostgresConnection) throws -> LeaseRenewal {
+        guard !leases.isEmpty else { return LeaseRenewal(renewed: [], cancelled: []) }
+        let ordered = leases.sorted { $0.id < $1.id }
+        let rows = try connection.query("""
+            with mine as (
+                select j.id
+                from courier.jobs j
+                join unnest(\(ordered.map(\.id)), \(ordered.map(\.attempt))) as w(id, attempt)
+                  on j.id = w.id and j.attempt = w.attempt
+                where j.leased_by = \(worker)
+                order by j.id
+                for update of j skip locked
+            )
+            update courier.jobs j
+            set lease_expires_at = now() + \(leaseMilliseconds) * interval '1 millisecond'
+            from mine
+            where j.id = mine.id
+            returning j.id, j.attempt, j.cancel_requested_at is not null
+            """).rows
+        var renewal = LeaseRenewal(renewed: [], cancelled: [])
+        for row in rows {
+            let id = try row.decode(0, as: Int64.self)
+            renewal.renewed.append((id, try row.decode(1, as: Int.self)))
+            if try row.decode(2, as: Bool.self) { renewal.cancelled.append(id) }
+        }
+        renewal.renewed.sort { $0.id < $1.id }
+        renewal.cancelled.sort()
+        return renewal
+    }
+}

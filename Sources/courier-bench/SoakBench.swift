@@ -1,0 +1,143 @@
+import Foundation
+import Postgres
+
+/// Soak: steady enqueue and drain for a long time, with a short success retention so the
+/// pruner matters. Every `sample` seconds it prints and records throughput, the age of the
+/// next job to claim (the claim lag), the jobs and archive tables' and indexes' sizes, their
+/// dead tuples and autovacuum runs.
+///
+/// Its polling never scans a table and holds no long statement: counts come from
+/// `pg_stat_user_tables` (rows deleted from courier.jobs are jobs that left the queue),
+/// sizes from `pg_relation_size`/`pg_indexes_size`, and the claim lag from one probe of the
+/// claim index's head.
+struct SoakBench {
+    let context: BenchContext
+    /// How long, in seconds. Default 30 min.
+    let seconds: Int
+    /// Jobs enqueued per second (about half the top drain rate is the point).
+    let rate: Int
+    let workers: Int
+    let concurrency: Int
+    /// The workers' `--retention`.
+    let retention: String
+    /// Seconds between samples. Default 60.
+    let sample: Int
+
+    struct Sample {
+        var drained: Int, autovacuumJobs: Int, autovacuumArchive: Int
+    }
+
+    func run() throws {
+        let connection = try context.connect()
+        defer { connection.close() }
+        try context.resetQueue(connection)
+        let queue = "soak"
+        let fleet = try WorkerFleet.start(count: workers, queue: queue, concurrency: concurrency,
+                                          extraArguments: ["--shutdown-grace", "5s", "--retention", retention],
+                                          context: context, label: "soak-w\(workers)-c\(concurrency)")
+        do {
+            try fleet.waitReady(connection)
+            let stop = StopFlag()
+            let enqueuer = Thread { [context] in
+                // Ten batches a second, each a single insert; behind schedule it catches up.
+                guard let producer = try? context.connect() else { return }
+                defer { producer.close() }
+                let start = monotonicSeconds()
+                var sent = 0
+                while !stop.isSet {
+                    let due = Int((monotonicSeconds() - start) * Double(rate))
+                    if due > sent {
+                        let count = min(due - sent, max(1, rate))
+                        if (try? context.insertJobs(producer, count: count, queue: queue, url: nil)) == nil { break }
+                        _ = try? producer.query(PostgresQuery(unsafeSQL: "select pg_notify('courier_jobs', $1::text)", binds: [queue]))
+                        sent += count
+                    }
+                    usleep(100_000)
+                }
+            }
+            enqueuer.start()
+            let t0 = monotonicSeconds()
+            var previous = try read(connection)
+            var rates: [Double] = []
+            print("sample  drained/s  claim_lag_s  jobs_heap  jobs_idx  archive_heap  archive_idx  dead_jobs  dead_archive  autovac_jobs  autovac_archive")
+            var index = 0
+            while monotonicSeconds() - t0 < Double(seconds) {
+                let intervalStart = monotonicSeconds()
+                while monotonicSeconds() - intervalStart < Double(sample) && monotonicSeconds() - t0 < Double(seconds) { usleep(200_000) }
+                let elapsed = monotonicSeconds() - intervalStart
+                index += 1
+                let now = try read(connection)
+                let figures = try sizes(connection, queue: queue)
+                let perSecond = Double(now.drained - previous.drained) / elapsed
+                rates.append(perSecond)
+                let line = String(format: "%6d  %9.0f  %11.3f  %9d  %8d  %12d  %11d  %9d  %12d  %12d  %15d", index, perSecond, figures.lag,
+                                  figures.jobsHeap / 1024, figures.jobsIndexes / 1024, figures.archiveHeap / 1024,
+                                  figures.archiveIndexes / 1024, figures.deadJobs, figures.deadArchive,
+                                  now.autovacuumJobs - previous.autovacuumJobs, now.autovacuumArchive - previous.autovacuumArchive)
+                print(line)
+                context.log.record("soak", [
+                    "interval": index, "seconds": Stats.rounded(elapsed, 2), "rate_target": rate, "drained_per_s": Stats.rounded(perSecond, 1),
+                    "claim_lag_s": Stats.rounded(figures.lag, 3), "jobs_heap_kb": figures.jobsHeap / 1024,
+                    "jobs_indexes_kb": figures.jobsIndexes / 1024, "archive_heap_kb": figures.archiveHeap / 1024,
+                    "archive_indexes_kb": figures.archiveIndexes / 1024, "dead_tuples_jobs": figures.deadJobs,
+                    "dead_tuples_archive": figures.deadArchive, "autovacuum_jobs": now.autovacuumJobs - previous.autovacuumJobs,
+                    "autovacuum_archive": now.autovacuumArchive - previous.autovacuumArchive, "workers": workers,
+                    "concurrency": concurrency, "retention": retention,
+                ])
+                previous = now
+            }
+            stop.set()
+            while !enqueuer.isFinished { usleep(50_000) }
+            try fleet.stop()
+            let window = max(1, min(5, rates.count / 2))
+            let first = rates.prefix(window).reduce(0, +) / Double(window)
+            let last = rates.suffix(window).reduce(0, +) / Double(window)
+            print(String(format: "soak: first %d intervals %.0f/s, last %d %.0f/s: %.1f%%", window, first, window, last, first > 0 ? 100 * last / first : 0))
+        } catch {
+            fleet.children.forEach { $0.stop(grace: 5) }
+            throw error
+        }
+    }
+
+    private func read(_ connection: PostgresConnection) throws -> Sample {
+        _ = try connection.query(PostgresQuery(unsafeSQL: "select pg_stat_clear_snapshot()"))
+        let rows = try connection.query(PostgresQuery(unsafeSQL: """
+            select relname, n_tup_del::bigint, autovacuum_count::bigint from pg_stat_user_tables
+            where schemaname = 'courier' and relname in ('jobs', 'completed_jobs')
+            """)).rows
+        var sample = Sample(drained: 0, autovacuumJobs: 0, autovacuumArchive: 0)
+        for row in rows {
+            let name = try row.decode(0, as: String.self)
+            if name == "jobs" {
+                sample.drained = try row.decode(1, as: Int.self)
+                sample.autovacuumJobs = try row.decode(2, as: Int.self)
+            } else {
+                sample.autovacuumArchive = try row.decode(2, as: Int.self)
+            }
+        }
+        return sample
+    }
+
+    private func sizes(_ connection: PostgresConnection, queue: String)
+        throws -> (lag: Double, jobsHeap: Int, jobsIndexes: Int, archiveHeap: Int, archiveIndexes: Int, deadJobs: Int, deadArchive: Int) {
+        let row = try connection.query(PostgresQuery(unsafeSQL: """
+            select pg_relation_size('courier.jobs'), pg_indexes_size('courier.jobs'),
+                   pg_relation_size('courier.completed_jobs'), pg_indexes_size('courier.completed_jobs'),
+                   (select n_dead_tup from pg_stat_user_tables where schemaname = 'courier' and relname = 'jobs'),
+                   (select n_dead_tup from pg_stat_user_tables where schemaname = 'courier' and relname = 'completed_jobs'),
+                   coalesce((select extract(epoch from now() - run_at)::float8 from courier.jobs
+                             where queue = $1::text and state = 'available' order by priority, run_at, id limit 1), 0)
+            """, binds: [queue])).rows[0]
+        return (try row.decode(6, as: Double.self), try row.decode(0, as: Int.self), try row.decode(1, as: Int.self),
+                try row.decode(2, as: Int.self), try row.decode(3, as: Int.self), try row.decode(4, as: Int.self),
+                try row.decode(5, as: Int.self))
+    }
+}
+
+/// A flag one thread sets and another reads.
+final class StopFlag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = false
+    var isSet: Bool { lock.withLock { value } }
+    func set() { lock.withLock { value = true } }
+}
