@@ -25,6 +25,7 @@ extension Migration {
         Migration(version: 9, name: "0009_schedules.sql", bytes: PackageResources._009_schedules_sql),
         Migration(version: 10, name: "0010_security_hardening.sql", bytes: PackageResources._010_security_hardening_sql),
         Migration(version: 13, name: "0013_probe_lease_and_retry_after.sql", bytes: PackageResources._013_probe_lease_and_retry_after_sql),
+        Migration(version: 14, name: "0014_destination_traffic.sql", bytes: PackageResources._014_destination_traffic_sql),
     ]
 
     init(version: Int, name: String, bytes: [UInt8]) {

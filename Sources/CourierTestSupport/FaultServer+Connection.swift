@@ -59,7 +59,9 @@ extension FaultServer {
                 connectionID: connectionID
             )
             let behavior = record(request)
-            guard perform(behavior, fd: fd, head: head), head.keepAlive else { return }
+            let answered = perform(behavior, fd: fd, head: head)
+            recordEnd(of: request)
+            guard answered, head.keepAlive else { return }
         }
     }
 

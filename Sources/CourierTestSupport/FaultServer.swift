@@ -24,6 +24,7 @@ public final class FaultServer: @unchecked Sendable {
         var behaviors: [String: Behavior] = [:]
         var scripted: [String: [Behavior]] = [:]
         var requests: [RecordedRequest] = []
+        var exchanges: [Exchange] = []
         var connectionCount = 0
         var openConnections: Set<Int32> = []
         var stopped = false

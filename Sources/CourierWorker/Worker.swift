@@ -42,6 +42,8 @@ public final class Worker: @unchecked Sendable {
     var breakerReporter: BreakerReporter!
     var statsFlusher: StatsFlusher!
     var settings: SettingsRefresher!
+    /// The fleet's destination traffic policies, read by the traffic keeper.
+    let traffic = TrafficState()
     var prober: Prober!
     var scheduler: Scheduler?
     var claimer: Claimer!
@@ -295,6 +297,10 @@ public final class Worker: @unchecked Sendable {
         _ = thread(for: settings, gate: gate)
 
         gate = StopGate()
+        let keeper = TrafficKeeper(session: session(gate), state: traffic, logger: logger)
+        _ = thread(for: keeper, gate: gate)
+
+        gate = StopGate()
         prober = Prober(configuration: .init(configuration, worker: id), session: session(gate), intake: self, logger: logger)
         _ = thread(for: prober, gate: gate)
 
@@ -308,7 +314,7 @@ public final class Worker: @unchecked Sendable {
 
         gate = StopGate()
         claimer = Claimer(configuration: .init(configuration, worker: id), session: session(gate), intake: self,
-                          completer: completer, settings: settings, logger: logger, metrics: metrics)
+                          completer: completer, settings: settings, logger: logger, metrics: metrics, traffic: traffic)
         _ = thread(for: claimer, gate: gate, needsSchema: false)
         claimer.onSchemaReady = { [unowned self] in startOrder.forEach { $0.wake() } }
         completer.requeued = { [unowned self] in claimerThread.wake() }
