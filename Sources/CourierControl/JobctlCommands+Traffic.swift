@@ -65,7 +65,8 @@ extension JobctlCommands {
                     json,
                 ],
                 examples: [
-                    "jobctl destination set https://api.partner.example --max-in-flight 10 --rate 50/s",
+                    "jobctl destination set https://api.partner.example \\\n    --max-in-flight 10 --rate 50/s --retry-budget 20%",
+                    "jobctl destination pause https://api.partner.example",
                     "jobctl destination set https://partner.example.com \\\n    --signing-secret PARTNER_WEBHOOKS",
                 ],
                 constraints: [.atLeastOne(of: trafficPolicyFlags + ["signing-secret"])]),
