@@ -39,7 +39,7 @@ alter table courier.destinations
     add column budget_requests  bigint not null default 0,
     add column budget_retries   bigint not null default 0,
     add column last_claim_at    timestamptz,
-    add column limited_at       timestamptz,   -- the last claim that found it at its limit
+    add column limited_at       timestamptz,   -- the last claim that found it at a limit and took nothing
     add column claimed_total    bigint not null default 0,
     add column slot_waits       bigint not null default 0,
     add column token_waits      bigint not null default 0,
@@ -215,84 +215,126 @@ begin
 end
 $$;
 
+-- A capped destination's cap at p_at: ramped from 1 over the slow start (default 5 s)
+-- after ramp_started_at (a breaker closed, a pause ended). NULL without a cap.
+create function courier.traffic_cap(p_max int, p_slow_ms bigint, p_ramp timestamptz, p_at timestamptz) returns int
+language sql immutable parallel safe as $$
+    select case
+        when p_max is null then null
+        when p_ramp is null or coalesce(p_slow_ms, 5000) <= 0
+             or extract(epoch from p_at - p_ramp) * 1000 >= coalesce(p_slow_ms, 5000) then p_max
+        else greatest(1, least(p_max,
+            1 + floor((p_max - 1) * greatest(0, extract(epoch from p_at - p_ramp) * 1000) / coalesce(p_slow_ms, 5000))::int))
+    end
+$$;
+
+-- A rated destination's tokens at p_at: the bucket (size burst, default ceil(rate / 10) and
+-- at least 1) refilled at rate per second since tokens_at. NULL without a rate.
+create function courier.traffic_tokens(p_rate float8, p_burst int, p_tokens float8, p_tokens_at timestamptz, p_at timestamptz)
+returns float8
+language sql immutable parallel safe as $$
+    select case when p_rate is null then null else
+        least(coalesce(p_burst, greatest(1, ceil(p_rate / 10)))::float8,
+              coalesce(p_tokens, coalesce(p_burst, greatest(1, ceil(p_rate / 10)))::float8)
+              + p_rate * greatest(0, extract(epoch from p_at - coalesce(p_tokens_at, p_at))))
+    end
+$$;
+
 -- Claims up to p_limit gated jobs of p_queue for p_worker: destination by destination,
 -- least recently served first, each within its cap (slow start included), its token
 -- bucket and its retry budget. Skips paused destinations and queues, destinations whose
 -- breaker is not closed or that asked for no requests yet (Retry-After), and destinations
 -- another worker is claiming for at this instant. Returns the claimed rows as updated.
 -- Runs as its owner: workers may not write courier.destinations.
+--
+-- Cost: a destination found at its cap or out of tokens in this statement's snapshot is
+-- passed over with reads only (its running count, at most its cap, and one probe for a
+-- waiting job); it is written to at most once a second, to record that it was limited.
+-- Only a destination with room is locked, recounted exactly and claimed from.
 create function courier.claim_gated(p_queue text, p_limit int, p_worker uuid, p_lease_ms int)
 returns setof courier.jobs
 language plpgsql volatile security definer set search_path = pg_catalog, pg_temp as $$
 declare
     v_left      int := p_limit;
-    v_candidate text;
+    c           record;
     s           courier.destinations;
     v_clock     timestamptz;
     v_cap       int;
     v_running   int;
     v_allow     int;
     v_tokens    float8;
-    v_burst     float8;
-    v_ramp_ms   float8;
-    v_elapsed   float8;
     v_retries   int;
     v_got       int;
     v_got_retries int;
     v_limited   boolean;
-    v_slot_wait boolean;
-    v_token_wait boolean;
     v_deferred  boolean;
 begin
     if exists (select 1 from courier.queue_settings q where q.queue = p_queue and q.paused) then
         return;
     end if;
-    for v_candidate in
-        select d.destination from courier.destinations d
+    for c in
+        select d.destination, d.max_in_flight, d.slow_start_ms, d.ramp_started_at, d.rate, d.burst, d.tokens, d.tokens_at,
+               d.limited_at,
+               case when d.max_in_flight is null then 0 else
+                   (select count(*) from courier.jobs j
+                    where j.destination = d.destination and j.state = 'running' and j.gated) end as running
+        from courier.destinations d
         where d.gated and not d.paused
           and not exists (select 1 from courier.breakers b
                           where b.destination = d.destination and (b.state <> 'closed' or b.not_before > now()))
-          and exists (select 1 from courier.jobs j
-                      where j.destination = d.destination and j.queue = p_queue and j.state = 'available'
-                        and j.held_since is null and j.gated and j.run_at <= now())
         order by d.last_claim_at nulls first, d.destination
     loop
         exit when v_left <= 0;
-        select * into s from courier.destinations d where d.destination = v_candidate and d.gated and not d.paused
+        v_clock := clock_timestamp();
+        -- At its limit in this snapshot: pass over it unlocked, noting it (at most once a
+        -- second, and only when jobs of this queue wait).
+        if c.running >= coalesce(courier.traffic_cap(c.max_in_flight, c.slow_start_ms, c.ramp_started_at, v_clock), c.running + 1)
+           or floor(coalesce(courier.traffic_tokens(c.rate, c.burst, c.tokens, c.tokens_at, v_clock), 1)) < 1 then
+            if (c.limited_at is null or c.limited_at < v_clock - interval '1 second')
+               and exists (select 1 from courier.jobs j
+                           where j.destination = c.destination and j.queue = p_queue and j.state = 'available'
+                             and j.held_since is null and j.gated and j.run_at <= now()) then
+                perform 1 from courier.destinations d where d.destination = c.destination for update skip locked;
+                if found then
+                    update courier.destinations d
+                    set limited_at = v_clock,
+                        slot_waits = d.slot_waits
+                            + (c.running >= coalesce(courier.traffic_cap(c.max_in_flight, c.slow_start_ms, c.ramp_started_at, v_clock),
+                                                     c.running + 1))::int,
+                        token_waits = d.token_waits
+                            + (floor(coalesce(courier.traffic_tokens(c.rate, c.burst, c.tokens, c.tokens_at, v_clock), 1)) < 1)::int
+                    where d.destination = c.destination;
+                end if;
+            end if;
+            continue;
+        end if;
+        -- Nothing of this queue waiting: nothing to do.
+        continue when not exists (select 1 from courier.jobs j
+                                  where j.destination = c.destination and j.queue = p_queue and j.state = 'available'
+                                    and j.held_since is null and j.gated and j.run_at <= now());
+        -- Room, by the snapshot: lock the row and count again, now exactly (a new snapshot,
+        -- in which every earlier claim of this destination has committed).
+        select * into s from courier.destinations d where d.destination = c.destination and d.gated and not d.paused
         for update skip locked;
         continue when not found;
         v_clock := clock_timestamp();
         v_allow := v_left;
-        v_limited := false; v_slot_wait := false; v_token_wait := false; v_deferred := false;
-        -- The cap, ramped from 1 during slow start. Counted after the lock: a new snapshot
-        -- in which every earlier claim of this destination has committed.
-        if s.max_in_flight is not null then
-            v_cap := s.max_in_flight;
-            v_ramp_ms := coalesce(s.slow_start_ms, 5000);
-            if s.ramp_started_at is not null and v_ramp_ms > 0 then
-                v_elapsed := extract(epoch from v_clock - s.ramp_started_at) * 1000;
-                if v_elapsed < v_ramp_ms then
-                    v_cap := greatest(1, least(v_cap, 1 + floor((v_cap - 1) * v_elapsed / v_ramp_ms)::int));
-                end if;
-            end if;
+        v_limited := false;
+        v_deferred := false;
+        v_cap := courier.traffic_cap(s.max_in_flight, s.slow_start_ms, s.ramp_started_at, v_clock);
+        if v_cap is not null then
             select count(*) into v_running from courier.jobs j
             where j.destination = s.destination and j.state = 'running' and j.gated;
-            if v_cap - v_running < v_allow then
+            if v_cap - v_running <= v_allow then
                 v_allow := greatest(0, v_cap - v_running);
                 v_limited := true;
-                v_slot_wait := v_allow = 0;
             end if;
         end if;
-        -- The token bucket: at most burst + rate x T requests in any T seconds.
-        if s.rate is not null then
-            v_burst := coalesce(s.burst, greatest(1, ceil(s.rate / 10)));
-            v_tokens := least(v_burst, coalesce(s.tokens, v_burst)
-                + s.rate * greatest(0, extract(epoch from v_clock - coalesce(s.tokens_at, v_clock))));
-            if floor(v_tokens) < v_allow then
-                v_allow := greatest(0, floor(v_tokens)::int);
-                v_limited := true;
-                v_token_wait := v_allow = 0;
-            end if;
+        -- The token bucket: at most burst + rate x T requests start in any T seconds.
+        v_tokens := courier.traffic_tokens(s.rate, s.burst, s.tokens, s.tokens_at, v_clock);
+        if v_tokens is not null and floor(v_tokens) <= v_allow then
+            v_allow := greatest(0, floor(v_tokens)::int);
+            v_limited := true;
         end if;
         -- The retry budget over a one-minute window: retries (jobs with an attempt behind
         -- them) at most retry_budget_pct of the window's requests, and at least 3.
@@ -313,10 +355,10 @@ begin
                 -- No budget in the way: one pick in the usual order.
                 return query
                 with picked as (
-                    select c.id from courier.jobs c
-                    where c.destination = s.destination and c.queue = p_queue and c.state = 'available'
-                      and c.held_since is null and c.gated and c.run_at <= now()
-                    order by c.priority, c.run_at, c.id
+                    select j.id from courier.jobs j
+                    where j.destination = s.destination and j.queue = p_queue and j.state = 'available'
+                      and j.held_since is null and j.gated and j.run_at <= now()
+                    order by j.priority, j.run_at, j.id
                     limit v_allow
                     for update skip locked
                 )
@@ -326,20 +368,20 @@ begin
                 from picked where j.id = picked.id
                 returning j.*;
                 get diagnostics v_got = row_count;
-                if s.retry_budget_pct is not null then
+                if s.retry_budget_pct is not null and v_got > 0 then
                     select count(*) into v_got_retries from courier.jobs j
-                    where j.leased_by = p_worker and j.destination = s.destination and j.state = 'running' and j.gated
-                      and j.attempt > 1 and j.attempted_at = now();
+                    where j.destination = s.destination and j.state = 'running' and j.gated
+                      and j.leased_by = p_worker and j.attempt > 1 and j.attempted_at = now();
                 end if;
             else
                 -- Retries within the budget first, then first attempts.
                 if v_retries > 0 then
                     return query
                     with picked as (
-                        select c.id from courier.jobs c
-                        where c.destination = s.destination and c.queue = p_queue and c.state = 'available'
-                          and c.held_since is null and c.gated and c.run_at <= now() and c.attempt > 0
-                        order by c.priority, c.run_at, c.id
+                        select j.id from courier.jobs j
+                        where j.destination = s.destination and j.queue = p_queue and j.state = 'available'
+                          and j.held_since is null and j.gated and j.run_at <= now() and j.attempt > 0
+                        order by j.priority, j.run_at, j.id
                         limit v_retries
                         for update skip locked
                     )
@@ -352,10 +394,10 @@ begin
                 end if;
                 return query
                 with picked as (
-                    select c.id from courier.jobs c
-                    where c.destination = s.destination and c.queue = p_queue and c.state = 'available'
-                      and c.held_since is null and c.gated and c.run_at <= now() and c.attempt = 0
-                    order by c.priority, c.run_at, c.id
+                    select j.id from courier.jobs j
+                    where j.destination = s.destination and j.queue = p_queue and j.state = 'available'
+                      and j.held_since is null and j.gated and j.run_at <= now() and j.attempt = 0
+                    order by j.priority, j.run_at, j.id
                     limit v_allow - v_got_retries
                     for update skip locked
                 )
@@ -366,28 +408,28 @@ begin
                 returning j.*;
                 get diagnostics v_got = row_count;
                 v_got := v_got + v_got_retries;
-                -- Retries left waiting for budget are deferred (no attempt used).
-                if v_got < v_allow or v_retries = 0 then
-                    v_deferred := exists (select 1 from courier.jobs c
-                        where c.destination = s.destination and c.queue = p_queue and c.state = 'available'
-                          and c.held_since is null and c.gated and c.run_at <= now() and c.attempt > 0);
-                end if;
+                -- Retries left waiting for the budget are deferred (no attempt used).
+                v_deferred := exists (select 1 from courier.jobs j
+                    where j.destination = s.destination and j.queue = p_queue and j.state = 'available'
+                      and j.held_since is null and j.gated and j.run_at <= now() and j.attempt > 0);
             end if;
         end if;
         v_left := v_left - v_got;
-        update courier.destinations d
-        set tokens = case when s.rate is null then null else v_tokens - v_got end,
-            tokens_at = case when s.rate is null then null else v_clock end,
-            last_claim_at = v_clock,
-            limited_at = case when v_limited or v_deferred then v_clock else d.limited_at end,
-            claimed_total = d.claimed_total + v_got,
-            slot_waits = d.slot_waits + v_slot_wait::int,
-            token_waits = d.token_waits + v_token_wait::int,
-            retries_deferred = d.retries_deferred + v_deferred::int,
-            budget_window_at = s.budget_window_at,
-            budget_requests = case when s.retry_budget_pct is null then 0 else s.budget_requests + v_got end,
-            budget_retries = case when s.retry_budget_pct is null then 0 else s.budget_retries + v_got_retries end
-        where d.destination = s.destination;
+        if v_got > 0 or v_deferred or v_allow = 0 then
+            update courier.destinations d
+            set tokens = case when s.rate is null then null else v_tokens - v_got end,
+                tokens_at = case when s.rate is null then null else v_clock end,
+                last_claim_at = case when v_got > 0 then v_clock else d.last_claim_at end,
+                limited_at = case when v_allow = 0 or v_deferred then v_clock else d.limited_at end,
+                claimed_total = d.claimed_total + v_got,
+                slot_waits = d.slot_waits + (v_allow = 0 and v_cap is not null and v_cap <= v_running)::int,
+                token_waits = d.token_waits + (v_allow = 0 and v_tokens is not null and floor(v_tokens) < 1)::int,
+                retries_deferred = d.retries_deferred + v_deferred::int,
+                budget_window_at = s.budget_window_at,
+                budget_requests = case when s.retry_budget_pct is null then 0 else s.budget_requests + v_got end,
+                budget_retries = case when s.retry_budget_pct is null then 0 else s.budget_retries + v_got_retries end
+            where d.destination = s.destination;
+        end if;
     end loop;
 end
 $$;
@@ -524,12 +566,15 @@ $$;
 
 revoke execute on function courier.destination_set(text, text, int, float8, int, bigint, float8, text[]),
     courier.destination_pause(text, boolean), courier.queue_pause(text, boolean),
-    courier.claim_gated(text, int, uuid, int), courier.traffic_maintain(int), courier.destination_overview() from public;
+    courier.claim_gated(text, int, uuid, int), courier.traffic_maintain(int), courier.destination_overview(),
+    courier.traffic_cap(int, bigint, timestamptz, timestamptz), courier.traffic_tokens(float8, int, float8, timestamptz, timestamptz)
+    from public;
 -- Policy is the operators'; claiming and keeping are the workers'.
 revoke execute on function courier.destination_set(text, text, int, float8, int, bigint, float8, text[]),
     courier.destination_pause(text, boolean), courier.queue_pause(text, boolean) from courier_worker;
 grant execute on function courier.claim_gated(text, int, uuid, int), courier.traffic_maintain(int),
-    courier.destination_overview() to courier_worker;
+    courier.destination_overview(), courier.traffic_cap(int, bigint, timestamptz, timestamptz),
+    courier.traffic_tokens(float8, int, float8, timestamptz, timestamptz) to courier_worker;
 grant execute on function courier.destination_set(text, text, int, float8, int, bigint, float8, text[]),
     courier.destination_pause(text, boolean), courier.queue_pause(text, boolean), courier.claim_gated(text, int, uuid, int),
     courier.traffic_maintain(int), courier.destination_overview() to courier_admin;
