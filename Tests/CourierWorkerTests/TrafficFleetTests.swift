@@ -136,3 +136,51 @@ import Testing
         await stop(workers)
     }
 }
+
+extension TrafficFleetTests {
+    @Test func afterABreakerClosesTheCapRampsFromOne() async throws {
+        let database = try CourierTestDatabase.create()
+        defer { try? database.drop() }
+        let db = try PostgresConnection.connect(PostgresConfiguration(connectionString: database.url))
+        defer { db.close() }
+        let server = try FaultServer(defaultBehavior: .slow(delay: .milliseconds(200), then: .json200))
+        defer { server.stop() }
+        let cap = 8
+        let slowStart = 4.0
+        _ = try DestinationsTable.merge(.init(destination: destination(of: server), maxInFlight: cap,
+                                              slowStartMilliseconds: Int64(slowStart * 1000)), on: db)
+        try BreakersTable.force(destination: destination(of: server), action: .open, on: db)
+        try enqueue(db, 150, url: server.baseURL + "/ramp")
+
+        let workers = try startWorkers(database.url)
+        defer { workers.forEach { $0.cleanUp() } }
+        try await Task.sleep(for: .seconds(1))
+        #expect(server.requestCount() == 0, "nothing is sent while the breaker is open")
+        // Closing the breaker starts the ramp on the database's clock; the receiver's clock
+        // starts here, a moment later, so the bound below errs on the generous side by that moment.
+        let closedAt = FaultServer.monotonicNanos()
+        try BreakersTable.force(destination: destination(of: server), action: .close, on: db)
+        let done = try await eventually(timeout: .seconds(120), every: .milliseconds(100)) {
+            try completed(db, destination(of: server)) == 150
+        }
+        #expect(done)
+        await stop(workers)
+
+        // At each request's start, the requests in flight stay within the ramp: 1 + (cap - 1) x elapsed / slow start.
+        let exchanges = server.exchanges
+        var worstExcess = Int.min
+        var earlyPeak = 0
+        for exchange in exchanges {
+            let elapsed = Double(Int64(exchange.startNanos) - Int64(closedAt)) / 1e9 + 0.25
+            let allowed = min(cap, 1 + Int(Double(cap - 1) * max(0, elapsed) / slowStart))
+            let inFlight = exchanges.filter { $0.startNanos <= exchange.startNanos && $0.endNanos > exchange.startNanos }.count
+            worstExcess = max(worstExcess, inFlight - allowed)
+            if elapsed < 1.0 { earlyPeak = max(earlyPeak, inFlight) }
+        }
+        let peak = FaultServer.peakConcurrency(exchanges)
+        print("traffic slow start: cap \(cap) over \(slowStart) s: in flight during the first ~0.75 s at most \(earlyPeak), peak \(peak), worst excess over the ramp \(worstExcess)")
+        #expect(worstExcess <= 0, "in flight above the ramp by \(worstExcess)")
+        #expect(peak <= cap)
+        #expect(peak > earlyPeak, "it ramps up")
+    }
+}
