@@ -121,3 +121,11 @@ extension DestinationsTable {
         }
     }
 }
+
+extension DestinationsTable {
+    /// The destinations paused right now, by name.
+    public static func paused(on connection: PostgresConnection) throws -> [String] {
+        try connection.query("select destination from courier.destinations where paused order by destination")
+            .rows.map { try $0.decode(0, as: String.self) }
+    }
+}

@@ -180,6 +180,23 @@ import Testing
         }
     }
 
+    @Test func retryAfterAndAnOpenBreakerApplyOnTopOfTheLimits() throws {
+        try CourierTestDatabase.with { (_, db) throws in
+            try enqueue(db, 5, url: "http://limited.test/x")
+            _ = try DestinationsTable.merge(.init(destination: "http://limited.test", maxInFlight: 5), on: db)
+            try keep(db)
+            try BreakersTable.pause(destination: "http://limited.test:80", milliseconds: 60_000, on: db)
+            #expect(try JobsTable.claimGated(queue: "default", limit: 10, worker: UUID(), leaseMilliseconds: lease, on: db).isEmpty)
+            try db.query("update courier.breakers set not_before = null")
+            _ = try BreakersTable.force(destination: "http://limited.test:80", action: .open, on: db)
+            #expect(try JobsTable.claimGated(queue: "default", limit: 10, worker: UUID(), leaseMilliseconds: lease, on: db).isEmpty)
+            _ = try BreakersTable.force(destination: "http://limited.test:80", action: .close, on: db)
+            try keep(db)
+            #expect(try JobsTable.claimGated(queue: "default", limit: 10, worker: UUID(), leaseMilliseconds: lease, on: db).count == 1,
+                    "closing starts the slow start: one at first")
+        }
+    }
+
     @Test func aPausedQueueYieldsNothingToEitherClaim() throws {
         try CourierTestDatabase.with { (_, db) throws in
             try enqueue(db, 3, url: "http://plain.test/x", queue: "q")
