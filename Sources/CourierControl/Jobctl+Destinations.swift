@@ -11,7 +11,7 @@ extension Jobctl {
             try io.printJSON(rows)
             return
         }
-        io.print(rows.isEmpty ? "no destinations with a policy, a breaker or recent traffic" : overviewTable(rows))
+        io.print(rows.isEmpty ? "no destination policies, breakers or recent traffic" : overviewTable(rows))
     }
 
     static func destinationSet(_ command: ParsedCommand, io: ControlIO) throws {
