@@ -11,6 +11,10 @@ public struct ControlIO: Sendable {
     public var readStandardInput: @Sendable () -> Data
     /// Whether standard error is a terminal (progress is shown only there).
     public var isTerminal: Bool
+    /// Whether standard output is a terminal (`stats --watch` draws in place only there).
+    public var outputIsTerminal: Bool = false
+    /// The terminal's size, rows and columns (TIOCGWINSZ), when standard output is one.
+    public var terminalSize: @Sendable () -> TerminalSize? = { nil }
 
     public init(environment: [String: String], writeOut: @escaping @Sendable (String) -> Void,
                 writeErr: @escaping @Sendable (String) -> Void, readStandardInput: @escaping @Sendable () -> Data,
@@ -24,13 +28,16 @@ public struct ControlIO: Sendable {
 
     /// The process's real standard streams and environment.
     public static var process: ControlIO {
-        ControlIO(
+        var io = ControlIO(
             environment: ProcessInfo.processInfo.environment,
             writeOut: { FileHandle.standardOutput.write(Data($0.utf8)) },
             writeErr: { FileHandle.standardError.write(Data($0.utf8)) },
             readStandardInput: { FileHandle.standardInput.readDataToEndOfFile() },
             isTerminal: isatty(STDERR_FILENO) == 1
         )
+        io.outputIsTerminal = isatty(STDOUT_FILENO) == 1
+        io.terminalSize = { TerminalSize.ofStandardOutput() }
+        return io
     }
 
     /// The same streams, treated as not a terminal (no progress display).

@@ -78,8 +78,18 @@ public struct DevDatabase: Sendable {
             if configuration.fast {
                 options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
             }
-            try run(binaries + "/pg_ctl", ["-D", dataDirectory, "-l", logFile, "-w", "-t", "60", "-o", options, "start"],
-                    asUser: owner)
+            if !Self.portIsFree(configuration.port) {
+                let free = ((configuration.port + 1)...min(65535, configuration.port + 100)).first(where: Self.portIsFree)
+                throw Failure(description: "port \(configuration.port) on 127.0.0.1 is already in use (another PostgreSQL or program)"
+                              + (free.map { "; port \($0) is free: jobctl devdb start --port \($0)" } ?? "; choose another with --port"))
+            }
+            do {
+                try run(binaries + "/pg_ctl", ["-D", dataDirectory, "-l", logFile, "-w", "-t", "60", "-o", options, "start"],
+                        asUser: owner)
+            } catch let failure as Failure {
+                // pg_ctl says only "Examine the log output": show it.
+                throw Failure(description: failure.description + "\n" + logTail())
+            }
         }
         let admin = try PostgresConnection.connect(PostgresConfiguration(connectionString: url(database: "postgres")))
         defer { admin.close() }
@@ -125,6 +135,29 @@ public struct DevDatabase: Sendable {
             throw Failure(description: "running as root, and there is no 'postgres' user to run the server as; install Debian's postgresql package")
         }
         return "postgres"
+    }
+
+    /// The last lines of the server's log, and where it is.
+    func logTail(lines: Int = 10) -> String {
+        let text = (try? String(contentsOfFile: logFile, encoding: .utf8)) ?? ""
+        let tail = text.split(separator: "\n", omittingEmptySubsequences: true).suffix(lines)
+        return tail.isEmpty ? "the server log \(logFile) is empty"
+            : "last lines of the server log \(logFile):\n" + tail.map { "  " + $0 }.joined(separator: "\n")
+    }
+
+    /// Whether nothing listens on (or holds) `port` of 127.0.0.1.
+    static func portIsFree(_ port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return true }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        return bound == 0
     }
 
     private func run(_ program: String, _ arguments: [String], asUser user: String?) throws {

@@ -13,7 +13,7 @@ extension Jobctl {
         }
         var filter = DeadLettersTable.Filter()
         filter.reasons = list("reason")
-        filter.destinations = list("destination")
+        filter.destinations = list("destination").map(destinationCandidates)
         filter.queues = list("queue")
         filter.classes = list("class")
         let statuses = try command.ints("status", range: 100...599)
@@ -40,9 +40,20 @@ extension Jobctl {
         let ids = try deadLetterIDs(command.values("id"), flag: "--id")
         filter.ids = ids.isEmpty ? nil : ids
         filter.limit = try command.int("limit", range: 1...1_000_000) ?? 50
-        let letters = try withDatabase(command, io: io) { try DeadLettersTable.list(filter, on: $0) }
+        let (letters, note) = try withDatabase(command, io: io) { db in
+            let letters = try DeadLettersTable.list(filter, on: db)
+            if letters.isEmpty { try noteUnusedDestinations(command.values("destination"), on: db, io: io) }
+            let count = letters.count < filter.limit! ? JobsTable.CappedCount(count: letters.count, cap: JobsTable.listCountCap)
+                : try DeadLettersTable.count(filter, on: db)
+            return (letters, truncationNote(shown: letters.count, of: count, nextAfter: nil))
+        }
+        if letters.isEmpty && !command.flag("json") {
+            throw ControlError.notFound("error: no dead letter matched")
+        }
         if command.flag("json") {
             try io.printJSON(letters)
+            if let note { io.printError("note: \(note)\n") }
+            if letters.isEmpty { throw ControlError.notFound("") }
             return
         }
         var table = TextTable(["ID", "JOB", "REASON", "CLASS", "STATUS", "ATTEMPTS", "FAILED_AT", "REPLAYED", "DESTINATION", "REQUEST"])
@@ -51,14 +62,11 @@ extension Jobctl {
                        String(l.attempt), Timestamp.format(l.failedAt), l.replayedAt.map { _ in "yes" } ?? "no",
                        l.destination, "\(l.method) \(l.url ?? "")"])
         }
-        io.print(table.render())
+        io.print(table.render() + (note.map { "\n" + $0 + " (narrow with --since, --until or the filters)" } ?? ""))
     }
 
     static func deadShow(_ command: ParsedCommand, io: ControlIO) throws {
-        let id = try deadLetterIDs(Array(command.positionals("id").prefix(1)), flag: "ID").first ?? 0
-        guard let letter = try withDatabase(command, io: io, { try DeadLettersTable.get(id: id, on: $0) }) else {
-            throw ControlError.notFound("error: no dead letter \(id)")
-        }
+        let letter = try findDeadLetter(command, io: io)
         if command.flag("json") {
             try io.printJSON(letter)
             return
@@ -94,6 +102,33 @@ extension Jobctl {
         io.print(lines.joined(separator: "\n"))
     }
 
+    /// The dead letter `dead show` means: by its own id, by `--job ID`, or by the job's id
+    /// when no dead letter has the id given (with a note, since the two ids differ).
+    static func findDeadLetter(_ command: ParsedCommand, io: ControlIO) throws -> DeadLettersTable.Letter {
+        if let job = command.value("job") {
+            let jobID = try jobID(job, flag: "--job", command: command)
+            guard let letter = try withDatabase(command, io: io, { try DeadLettersTable.get(jobID: jobID, on: $0) }) else {
+                throw ControlError.notFound("error: job \(jobID) has no dead letter")
+            }
+            return letter
+        }
+        let id = try deadLetterIDs(Array(command.positionals("id").prefix(1)), flag: "ID").first ?? 0
+        let (byID, byJob) = try withDatabase(command, io: io) { db in
+            (try DeadLettersTable.get(id: id, on: db), try DeadLettersTable.get(jobID: id, on: db))
+        }
+        if let letter = byID {
+            if let other = byJob, other.id != letter.id {
+                io.printError("note: this is dead letter \(id) (of job \(letter.jobID)); job \(id)'s dead letter is \(other.id): use --job \(id)\n")
+            }
+            return letter
+        }
+        if let letter = byJob {
+            io.printError("note: no dead letter has id \(id); showing job \(id)'s dead letter, \(letter.id)\n")
+            return letter
+        }
+        throw ControlError.notFound("error: no dead letter \(id), and no job \(id) in the dead letters")
+    }
+
     struct ReplaySummary: Encodable {
         var replayed: Int
         var dryRun: Bool
@@ -113,6 +148,10 @@ extension Jobctl {
         filter.ids = ids.isEmpty ? nil : ids
         filter.limit = try command.int("limit", range: 1...100_000_000)
         filter.includeReplayed = command.flag("force")
+        if command.flag("all") && !command.flag("include-cancelled") {
+            // Someone cancelled those on purpose: --all does not undo that unasked.
+            filter.reasons = DeadLettersTable.reasonsReplayedByAll
+        }
         let rate = try command.rate("rate")?.perSecond
         let json = command.flag("json")
         try withDatabase(command, io: io) { db in

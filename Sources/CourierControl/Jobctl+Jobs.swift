@@ -5,23 +5,6 @@ import Foundation
 import Postgres
 
 extension Jobctl {
-    static func list(_ command: ParsedCommand, io: ControlIO) throws {
-        let filter = JobsTable.ListFilter(
-            state: command.value("state"), queue: command.value("queue"), destination: command.value("destination"),
-            limit: try command.int("limit", range: 1...100_000) ?? 50)
-        let jobs = try withDatabase(command, io: io) { try JobsTable.list(filter, on: $0) }
-        if command.flag("json") {
-            try io.printJSON(jobs)
-            return
-        }
-        var table = TextTable(["ID", "QUEUE", "STATE", "PRI", "ATTEMPT", "RUN_AT", "METHOD", "URL"])
-        for job in jobs {
-            table.add([String(job.id), job.queue, job.status.rawValue, String(job.priority), "\(job.attempt)/\(job.maxAttempts)",
-                       job.runAt.map(Timestamp.format) ?? "-", job.method, job.url ?? "(\(job.kind))"])
-        }
-        io.print(table.render())
-    }
-
     static func show(_ command: ParsedCommand, io: ControlIO) throws {
         let id = try jobID(command.positionals("id").first, flag: "ID", command: command)
         guard let job = try withDatabase(command, io: io, { try JobsTable.get(id: id, on: $0) }) else {
@@ -53,6 +36,7 @@ extension Jobctl {
         if let duration = job.durationMilliseconds { lines.append("duration:        \(duration)ms") }
         if let worker = job.leasedBy { lines.append("leased by:       \(worker)") }
         if job.cancelRequestedAt != nil { lines.append("cancel:          requested") }
+        if let letter = job.deadLetterID { lines.append("dead letter:     \(letter) (jobctl dead show \(letter))") }
         if job.heldSince != nil { lines.append("held:            the destination's circuit breaker is open (no attempts are used)") }
         for name in job.headers.keys.sorted() {
             lines.append("header:          \(name): \(job.headers[name] ?? "")")
@@ -81,26 +65,6 @@ extension Jobctl {
             throw ControlError.badInput("error: \(flag): expected a positive job id, got '\(text ?? "")'")
         }
         return id
-    }
-
-    static func cancel(_ command: ParsedCommand, io: ControlIO) throws {
-        let ids = try command.positionals("ids").map { try jobID($0, flag: "ID", command: command) }
-        guard !ids.isEmpty else { throw ControlError.badInput("error: ID: give at least one job id") }
-        let outcomes = try withDatabase(command, io: io) { try JobsTable.cancel(ids: ids, on: $0) }
-        if command.flag("json") {
-            try io.printJSON(outcomes.map { CancelOutcomeView(id: $0.id, outcome: $0.outcome) })
-        } else {
-            for (id, outcome) in outcomes {
-                switch outcome {
-                case .cancelled: io.print("\(id): cancelled")
-                case .cancelRequested: io.print("\(id): running; its worker will abort it and record the cancellation")
-                case .notFound: io.print("\(id): no waiting or running job")
-                }
-            }
-        }
-        if outcomes.allSatisfy({ $0.outcome == .notFound }) {
-            throw ControlError.notFound("error: none of the given ids is a waiting or running job")
-        }
     }
 
     /// One line of `cancel --json`: `{"id": 12, "outcome": "cancelled"}`.

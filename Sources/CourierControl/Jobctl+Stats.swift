@@ -17,7 +17,7 @@ extension Jobctl {
         /// Schedules: `total`, `paused`, `failing` (cannot run; see `jobctl schedules`).
         var schedules: [String: Int]
         /// Paused queues and destinations (`jobctl queue|destination pause`): `queues`, `destinations`.
-        var paused: [String: [String]]
+        var paused: [String: [String]] = [:]
 
         enum CodingKeys: String, CodingKey {
             case queues, throughputPerMinute = "succeeded_last_minute", lastHour = "queues_last_hour"
@@ -45,26 +45,35 @@ extension Jobctl {
         let connection = try connect(command, io: io)
         defer { connection.close() }
         let interval = try command.duration("interval", minimum: .milliseconds(200)) ?? .seconds(2)
-        let watch = command.flag("watch")
-        repeat {
-            let view = try statsView(on: connection)
-            if command.flag("json") {
-                try io.printJSON(view)
-            } else {
-                // In place: home the cursor and clear, then draw.
-                if watch { io.writeOut("\u{1B}[H\u{1B}[2J" + "courier stats, every \(DurationParser.format(interval)) (Ctrl-C to stop)\n\n") }
-                io.print(render(view))
-            }
-            if watch { Thread.sleep(forTimeInterval: interval.timeInterval) }
-        } while watch
+        if command.flag("watch") {
+            try watchStats(connection: connection, interval: interval, frames: try command.int("frames", range: 1...1_000_000),
+                           json: command.flag("json"), io: io)
+            return
+        }
+        let view = try statsView(on: connection)
+        if command.flag("json") {
+            try io.printJSON(view)
+        } else {
+            io.print(render(view))
+        }
     }
 
     static func render(_ view: StatsView) -> String {
+        (depthLines(view) + [""] + detailLines(view)).joined(separator: "\n")
+    }
+
+    /// The queue-depth table (or a line saying there is nothing), one string per line.
+    static func depthLines(_ view: StatsView) -> [String] {
         var depth = TextTable(["QUEUE", "STATE", "JOBS", "OLDEST_DUE"])
         for d in view.queues {
             depth.add([d.queue, d.state, String(d.count), d.oldestDueSeconds.map { String(format: "%.1fs", $0) } ?? "-"])
         }
-        var lines = [view.queues.isEmpty ? "no waiting or running jobs" : depth.render(), ""]
+        return view.queues.isEmpty ? ["no waiting or running jobs"] : depth.render().split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+    }
+
+    /// Everything after the depth table.
+    static func detailLines(_ view: StatsView) -> [String] {
+        var lines: [String] = []
         lines.append("succeeded in the last minute: \(view.throughputPerMinute)")
         for (title, summaries) in [("last hour", view.lastHour), ("last day", view.lastDay)] {
             lines.append("")
@@ -102,6 +111,6 @@ extension Jobctl {
                      + "destinations \(pausedDestinations.isEmpty ? "none" : pausedDestinations.joined(separator: ","))")
         let schedules = view.schedules
         lines.append("schedules: \(schedules["total"] ?? 0) (paused \(schedules["paused"] ?? 0), failing \(schedules["failing"] ?? 0))")
-        return lines.joined(separator: "\n")
+        return lines
     }
 }

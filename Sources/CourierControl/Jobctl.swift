@@ -61,6 +61,8 @@ public enum Jobctl {
         case ["list"]: try list(command, io: io)
         case ["show"]: try show(command, io: io)
         case ["cancel"]: try cancel(command, io: io)
+        case ["retry"]: try retry(command, io: io)
+        case ["update"]: try update(command, io: io)
         case ["stats"]: try stats(command, io: io)
         case ["workers"]: try workers(command, io: io)
         case ["dead", "list"]: try deadList(command, io: io)

@@ -23,7 +23,7 @@ public enum JobctlCommands {
             unknown id.
             """,
         arguments: [databaseURL],
-        subcommands: [migrate, enqueue, list, show, cancel, stats, dead, breakers, breaker, queues, queue, destinations,
+        subcommands: [migrate, enqueue, list, show, cancel, retry, update, stats, dead, breakers, breaker, queues, queue, destinations,
                       destinationCommand, schedules, schedule, workers, devdb]
     )
 
@@ -55,7 +55,8 @@ public enum JobctlCommands {
     static let deadLetterFilters: [ArgumentSpec] = [
         .option("reason", value: "REASON", help: "Only dead letters with this reason.",
                 allowedValues: reasons, repeatable: true),
-        .option("destination", value: "DEST", help: "Only this destination (scheme://host:port).",
+        .option("destination", value: "DEST",
+                help: "Only this destination: scheme://host:port, a URL, or host:port (http and https).",
                 repeatable: true),
         .option("queue", value: "QUEUE", help: "Only this queue.", repeatable: true),
         .option("class", value: "CLASS", help: "Only dead letters whose last attempt failed with this error class.",
@@ -131,7 +132,8 @@ public enum JobctlCommands {
             .option("run-at", value: "TIME", help: "Run no earlier than TIME.", exclusiveGroup: "start"),
             .option("in", value: "DURATION", help: "Run no earlier than DURATION from now.", exclusiveGroup: "start"),
             .option("max-attempts", value: "N",
-                    help: "Attempts before the job goes to the dead letters as 'exhausted'.", defaultValue: "5"),
+                    help: "Attempts before the job goes to the dead letters as 'exhausted'.",
+                    defaultValue: String(JobDefaults.maxAttempts)),
             .option("deadline", value: "TIME",
                     help: "Give up once TIME has passed: the job goes to the dead letters as 'deadline'.",
                     exclusiveGroup: "deadline"),
@@ -164,18 +166,6 @@ public enum JobctlCommands {
         ]
     )
 
-    static let list = CommandSpec(
-        name: "list",
-        abstract: "List jobs that are waiting or running.",
-        arguments: [
-            .option("state", value: "STATE", help: "Only jobs in this state.", allowedValues: JobState.allCases.map(\.rawValue)),
-            .option("queue", value: "QUEUE", help: "Only jobs on this queue."),
-            .option("destination", value: "DEST", help: "Only jobs for this destination (scheme://host:port)."),
-            .option("limit", short: "n", value: "N", help: "Show at most N jobs.", defaultValue: "50"),
-            json,
-        ]
-    )
-
     static let show = CommandSpec(
         name: "show",
         abstract: "Show a job, waiting, running, succeeded or dead, with its attempts.",
@@ -189,20 +179,6 @@ public enum JobctlCommands {
         ]
     )
 
-    static let cancel = CommandSpec(
-        name: "cancel",
-        abstract: "Cancel jobs.",
-        discussion: """
-            A cancelled job goes to the dead letters with reason 'cancelled'. A \
-            running job's request is aborted by its worker within a second. Exits 3 \
-            when no job matched.
-            """,
-        arguments: [
-            .positional("ids", value: "ID", help: "The ids of the jobs to cancel.", repeatable: true),
-            json,
-        ]
-    )
-
     static let stats = CommandSpec(
         name: "stats",
         abstract: "Show queue depth, throughput, retries, breakers and live workers.",
@@ -211,10 +187,17 @@ public enum JobctlCommands {
             and jobs that succeeded after a retry; the distribution of retry delays; \
             circuit breakers; live workers; schedules (paused, and failing: unable to \
             run, see 'jobctl schedules').
+
+            --watch on a terminal draws on the alternate screen, fitted to the \
+            terminal's size: a headline first (waiting, running, throughput, \
+            workers, breakers, dead letters), then the queue table, then the \
+            details as far as they fit. When standard output is not a terminal it \
+            prints plain frames one after another, without escape codes.
             """,
         arguments: [
             .flag("watch", short: "w", help: "Refresh the view in place until interrupted."),
             .option("interval", value: "DURATION", help: "How often --watch refreshes.", defaultValue: "2s"),
+            .option("frames", value: "N", help: "With --watch, stop after N frames."),
             json,
         ]
     )
@@ -238,7 +221,16 @@ public enum JobctlCommands {
     static let deadList = CommandSpec(
         name: "list",
         abstract: "List dead letters, newest first.",
-        discussion: filterRule + "\n\n" + timeSyntax,
+        discussion: """
+            Says how many matched when it shows fewer ("50 of 2,146 shown"; with \
+            --json the note goes to standard error).
+
+            \(destinationRule)
+
+            \(filterRule)
+
+            \(timeSyntax)
+            """,
         arguments: deadLetterFilters + [
             .option("id", value: "ID", help: "Only the dead letter with this id.", repeatable: true),
             .option("limit", short: "n", value: "N", help: "Show at most N dead letters.", defaultValue: "50"),
@@ -249,11 +241,18 @@ public enum JobctlCommands {
     static let deadShow = CommandSpec(
         name: "show",
         abstract: "Show a dead letter with its request and full attempt history.",
-        discussion: "Exits 3 when no dead letter has this id.",
+        discussion: """
+            ID is the dead letter's id, as 'dead list' prints it, or the job's id \
+            when no dead letter has that id (a note says so); --job ID is always \
+            the job's id. Exits 3 when nothing has this id.
+            """,
         arguments: [
-            .positional("id", value: "ID", help: "The dead letter's id, as 'dead list' prints it."),
+            .positional("id", value: "ID", help: "The dead letter's id, as 'dead list' prints it (or the job's).",
+                        required: false, exclusiveGroup: "which"),
+            .option("job", value: "ID", help: "The job's id, as 'list' and 'show' print it.", exclusiveGroup: "which"),
             json,
-        ]
+        ],
+        constraints: [.atLeastOne(of: ["id", "job"])]
     )
 
     static let deadReplay = CommandSpec(
@@ -273,6 +272,10 @@ public enum JobctlCommands {
             destination's circuit breaker is open. --dry-run prints how many dead \
             letters would be replayed per destination, and changes nothing.
 
+            --all leaves out dead letters with reason 'cancelled', since a person \
+            cancelled those on purpose; --include-cancelled takes them too, and \
+            --reason cancelled replays only them.
+
             Filters that match nothing left to replay print 'replayed 0 dead \
             letters' and exit 0, so a replay can safely run again; ids of which \
             none can be replayed (unknown, or replayed before) exit 3.
@@ -284,13 +287,15 @@ public enum JobctlCommands {
         arguments: [
             .positional("ids", value: "ID", help: "The ids of the dead letters to replay.", repeatable: true,
                         required: false, exclusiveGroup: "selection"),
-            .flag("all", help: "Replay every dead letter not replayed yet.", exclusiveGroup: "selection"),
+            .flag("all", help: "Replay every dead letter not replayed yet, except cancelled ones.", exclusiveGroup: "selection"),
         ] + deadLetterFilters + [
             .option("limit", short: "n", value: "N", help: "Replay at most N dead letters."),
             .option("rate", value: "RATE",
                     help: "Replay at most RATE jobs, like 20/s, 300/m or 1000/h; a bare number is per second."),
             .flag("dry-run", help: "Print what would be replayed, per destination, and change nothing."),
             .flag("force", help: "Replay dead letters that were replayed before, too."),
+            .flag("include-cancelled",
+                  help: "With --all, replay cancelled dead letters too (someone cancelled them on purpose)."),
             json,
         ],
         examples: [
@@ -302,6 +307,7 @@ public enum JobctlCommands {
         constraints: [
             .atLeastOne(of: ["ids", "all"] + deadLetterFilterNames),
             .conflicts("all", with: deadLetterFilterNames),
+            .conflicts("include-cancelled", with: ["ids"] + deadLetterFilterNames),
         ]
     )
 

@@ -51,7 +51,7 @@ public struct BackoffPolicy: Sendable, Equatable {
     public var base: Duration
     /// The growth factor of the exponential strategy (default 2).
     public var multiplier: Double
-    /// The largest delay (default 10m).
+    /// The largest delay (default 1h: with 25 attempts, about 6.5 h of retries; see `JobDefaults`).
     public var cap: Duration
     /// The jitter (default full).
     public var jitter: Jitter
@@ -61,7 +61,7 @@ public struct BackoffPolicy: Sendable, Equatable {
         strategy: Strategy = .exponential,
         base: Duration = .seconds(1),
         multiplier: Double = 2,
-        cap: Duration = .seconds(600),
+        cap: Duration = .seconds(3600),
         jitter: Jitter = .full
     ) {
         self.strategy = strategy

@@ -12,7 +12,8 @@ import Foundation
 ///    (client errors, 3xx, refused destinations);
 /// 3. may have been delivered, and the method is not idempotent and the job has
 ///    no idempotency key → `ambiguous` (after that single attempt);
-/// 4. `attempt >= maxAttempts` → `exhausted`;
+/// 4. `attempt >= maxAttempts` → `exhausted`, except for a throttled answer of a job
+///    with a deadline (see ``usesAttempt(_:job:)``);
 /// 5. delay = max(backoff, min(Retry-After, retryAfterCap));
 /// 6. now + delay after the deadline → `deadline` at once, without a useless wait;
 /// 7. otherwise retry at now + delay; with a `Retry-After`, the destination
@@ -24,6 +25,19 @@ public enum RetryDecider {
         case cancelledByOperator
         /// The shutdown grace ran out and the request was aborted mid-flight.
         case abortedAtShutdown
+    }
+
+    /// Whether a failed attempt that is retried counts against the job's `maxAttempts`.
+    ///
+    /// The rule for throttling: a throttled answer (429, or 503 with Retry-After: the
+    /// server said "not processed, come back later") uses no attempt when the job has a
+    /// deadline, which then bounds how long it may wait; the retry still waits at least
+    /// the backoff and the server's (capped) Retry-After. A job without a deadline has
+    /// nothing else to bound it, so there a throttled answer uses an attempt like any
+    /// failure (with the default 25 attempts and 1 h backoff cap that is still hours of
+    /// throttling). Every other failure uses its attempt.
+    public static func usesAttempt(_ classification: Classification, job: JobRetryFacts) -> Bool {
+        !(classification.errorClass == .throttled && job.deadline != nil)
     }
 
     /// Applies the rules above.
@@ -48,7 +62,7 @@ public enum RetryDecider {
         }
         if let reason = classification.permanentReason { return .deadLetter(reason) }
         if classification.mayHaveBeenDelivered && !job.isSafeToRepeat { return .deadLetter(.ambiguous) }
-        if job.attempt >= job.maxAttempts { return .deadLetter(.exhausted) }
+        if job.attempt >= job.maxAttempts && usesAttempt(classification, job: job) { return .deadLetter(.exhausted) }
 
         let backoff = policy.backoff.delay(attempt: job.attempt, previousDelay: job.previousDelay, using: &rng)
         let serverDelay = classification.retryAfter.map { min(max($0, .zero), max(policy.retryAfterCap, .zero)) }

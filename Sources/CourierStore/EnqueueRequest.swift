@@ -31,13 +31,13 @@ public struct EnqueueRequest: Sendable, Equatable {
     public var priority: Int = 0
     /// When the job may first run; `nil` means now (the database's clock).
     public var runAt: Date?
-    public var maxAttempts: Int = 5
+    public var maxAttempts: Int = JobDefaults.maxAttempts
     public var deadline: Date?
     public var idempotencyKey: IdempotencyKey = .generated
     public var uniqueKey: String?
     /// The circuit-breaker key; `nil` derives `scheme://host:port` from `url`.
     public var destination: String?
-    public var timeoutMilliseconds: Int = 30_000
+    public var timeoutMilliseconds: Int = JobDefaults.timeoutMilliseconds
     public var expectContentType: String?
     /// The NAME of the secret that signs each attempt (Standard Webhooks), resolved by the
     /// worker like header secrets; `nil` uses the destination's default, if any.

@@ -45,6 +45,12 @@ public struct JobRecord: Sendable, Equatable, Encodable {
     /// ...and whether it is the job's own or its destination's default (for a job that is no
     /// longer waiting, the destination's default as it is now).
     public var signingSecretFrom: SigningSecretChoice.Source? = nil
+    /// For a dead job: the id of its dead letter (`jobctl dead show ID`).
+    public var deadLetterID: Int64? = nil
+    /// For a succeeded job: the archive (`courier.completed_jobs`) keeps only some of the
+    /// job's fields, so ``priority``, ``maxAttempts``, ``headers`` and
+    /// ``timeoutMilliseconds`` hold placeholders that the JSON leaves out, never shows.
+    public var archivedFieldsOnly = false
 
     /// Sets ``signingSecret`` and ``signingSecretFrom`` from the two names a row holds.
     mutating func setSigningSecret(own: String?, destinationDefault: String?) {
@@ -62,6 +68,49 @@ public struct JobRecord: Sendable, Equatable, Encodable {
         case deadReason = "dead_reason", finishedAt = "finished_at", finalStatus = "final_status"
         case durationMilliseconds = "duration_ms"
         case signingSecret = "signing_secret", signingSecretFrom = "signing_secret_from"
+        case deadLetterID = "dead_letter_id"
+    }
+
+    /// The fields the succeeded-jobs archive does not keep (see ``archivedFieldsOnly``).
+    public static let fieldsNotArchived: Set<String> = [
+        CodingKeys.priority.rawValue, CodingKeys.maxAttempts.rawValue, CodingKeys.headers.rawValue,
+        CodingKeys.timeoutMilliseconds.rawValue,
+    ]
+
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(id, forKey: .id)
+        try c.encode(status, forKey: .status)
+        try c.encode(kind, forKey: .kind)
+        try c.encode(queue, forKey: .queue)
+        try c.encodeIfPresent(runAt, forKey: .runAt)
+        try c.encode(attempt, forKey: .attempt)
+        if !archivedFieldsOnly {
+            try c.encode(priority, forKey: .priority)
+            try c.encode(maxAttempts, forKey: .maxAttempts)
+            try c.encode(headers, forKey: .headers)
+            try c.encode(timeoutMilliseconds, forKey: .timeoutMilliseconds)
+        }
+        try c.encodeIfPresent(deadline, forKey: .deadline)
+        try c.encode(destination, forKey: .destination)
+        try c.encode(method, forKey: .method)
+        try c.encodeIfPresent(url, forKey: .url)
+        try c.encodeIfPresent(idempotencyKey, forKey: .idempotencyKey)
+        try c.encodeIfPresent(uniqueKey, forKey: .uniqueKey)
+        try c.encodeIfPresent(expectContentType, forKey: .expectContentType)
+        try c.encode(createdAt, forKey: .createdAt)
+        try c.encode(errors, forKey: .errors)
+        try c.encodeIfPresent(leasedBy, forKey: .leasedBy)
+        try c.encodeIfPresent(leaseExpiresAt, forKey: .leaseExpiresAt)
+        try c.encodeIfPresent(cancelRequestedAt, forKey: .cancelRequestedAt)
+        try c.encodeIfPresent(heldSince, forKey: .heldSince)
+        try c.encodeIfPresent(deadReason, forKey: .deadReason)
+        try c.encodeIfPresent(finishedAt, forKey: .finishedAt)
+        try c.encodeIfPresent(finalStatus, forKey: .finalStatus)
+        try c.encodeIfPresent(durationMilliseconds, forKey: .durationMilliseconds)
+        try c.encodeIfPresent(signingSecret, forKey: .signingSecret)
+        try c.encodeIfPresent(signingSecretFrom, forKey: .signingSecretFrom)
+        try c.encodeIfPresent(deadLetterID, forKey: .deadLetterID)
     }
 
 

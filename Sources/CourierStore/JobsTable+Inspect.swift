@@ -71,47 +71,14 @@ extension JobsTable {
         if let row = try connection.query(PostgresQuery(unsafeSQL: "select \(waitingColumns) from courier.jobs where id = $1", binds: [id])).rows.first {
             return try decodeWaiting(row)
         }
-        if let row = try connection.query(PostgresQuery(unsafeSQL: """
-            select id, kind, queue, destination, method, url, attempt, status, duration_ms, idempotency_key,
-                   errors::text, created_at, finished_at, signing_secret,
-                   \(SigningSecretChoice.destinationDefaultSQL(for: "completed_jobs.destination"))
-            from courier.completed_jobs where id = $1
-            """, binds: [id])).rows.first {
-            var record = JobRecord(
-                id: try row.decode(0, as: Int64.self), status: .succeeded, kind: try row.decode(1, as: String.self),
-                queue: try row.decode(2, as: String.self), priority: 0, runAt: nil,
-                attempt: try row.decode(6, as: Int.self), maxAttempts: try row.decode(6, as: Int.self), deadline: nil,
-                destination: try row.decode(3, as: String.self), method: try row.decode(4, as: String.self),
-                url: try row.decode(5, as: String?.self).map(Redaction.redactURL), headers: [:], idempotencyKey: try row.decode(9, as: String?.self),
-                uniqueKey: nil, timeoutMilliseconds: 0, expectContentType: nil, createdAt: try row.decode(11, as: Date.self),
-                errors: AttemptRecord.decodeHistory(try row.decode(10, as: String.self)), leasedBy: nil, leaseExpiresAt: nil,
-                cancelRequestedAt: nil, heldSince: nil, deadReason: nil, finishedAt: try row.decode(12, as: Date?.self),
-                finalStatus: try row.decode(7, as: Int?.self), durationMilliseconds: try row.decode(8, as: Int?.self)
-            )
-            record.setSigningSecret(own: try row.decode(13, as: String?.self), destinationDefault: try row.decode(14, as: String?.self))
-            return record
+        if let row = try connection.query(PostgresQuery(unsafeSQL: "select \(completedColumns) from courier.completed_jobs where id = $1",
+                                                        binds: [id])).rows.first {
+            return try decodeCompleted(row)
         }
         if let row = try connection.query(PostgresQuery(unsafeSQL: """
-            select job_id, kind, queue, priority, destination, method, url, headers::text, idempotency_key, unique_key,
-                   timeout_ms, expect_content_type, max_attempts, deadline, attempt, errors::text, reason, created_at, failed_at,
-                   signing_secret, \(SigningSecretChoice.destinationDefaultSQL(for: "dead_letters.destination"))
-            from courier.dead_letters where job_id = $1 order by id desc limit 1
+            select \(deadColumns) from courier.dead_letters where job_id = $1 order by id desc limit 1
             """, binds: [id])).rows.first {
-            var record = JobRecord(
-                id: try row.decode(0, as: Int64.self), status: .dead, kind: try row.decode(1, as: String.self),
-                queue: try row.decode(2, as: String.self), priority: try row.decode(3, as: Int.self), runAt: nil,
-                attempt: try row.decode(14, as: Int.self), maxAttempts: try row.decode(12, as: Int.self),
-                deadline: try row.decode(13, as: Date?.self), destination: try row.decode(4, as: String.self),
-                method: try row.decode(5, as: String.self), url: try row.decode(6, as: String?.self).map(Redaction.redactURL),
-                headers: JobRecord.displayHeaders(try row.decode(7, as: String.self)),
-                idempotencyKey: try row.decode(8, as: String?.self), uniqueKey: try row.decode(9, as: String?.self),
-                timeoutMilliseconds: try row.decode(10, as: Int.self), expectContentType: try row.decode(11, as: String?.self),
-                createdAt: try row.decode(17, as: Date.self), errors: AttemptRecord.decodeHistory(try row.decode(15, as: String.self)),
-                leasedBy: nil, leaseExpiresAt: nil, cancelRequestedAt: nil, heldSince: nil, deadReason: try row.decode(16, as: String.self),
-                finishedAt: try row.decode(18, as: Date?.self), finalStatus: nil, durationMilliseconds: nil
-            )
-            record.setSigningSecret(own: try row.decode(19, as: String?.self), destinationDefault: try row.decode(20, as: String?.self))
-            return record
+            return try decodeDead(row)
         }
         return nil
     }

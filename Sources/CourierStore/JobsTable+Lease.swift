@@ -119,11 +119,16 @@ extension JobsTable {
         public var delayMilliseconds: Int64
         /// One attempt-history entry, JSON (see `AttemptRecord`).
         public var errorJSON: String
-        public init(id: Int64, attempt: Int, delayMilliseconds: Int64, errorJSON: String) {
+        /// False for an attempt that does not count against `max_attempts` (a throttled
+        /// answer of a job with a deadline, see `RetryDecider.usesAttempt`): the claim's
+        /// increment is given back, so the next attempt has the same number.
+        public var usesAttempt: Bool
+        public init(id: Int64, attempt: Int, delayMilliseconds: Int64, errorJSON: String, usesAttempt: Bool = true) {
             self.id = id
             self.attempt = attempt
             self.delayMilliseconds = delayMilliseconds
             self.errorJSON = errorJSON
+            self.usesAttempt = usesAttempt
         }
     }
 
@@ -136,10 +141,11 @@ extension JobsTable {
             update courier.jobs j
             set state = 'available', run_at = now() + a.delay_ms * interval '1 millisecond', last_delay_ms = a.delay_ms,
                 leased_by = null, lease_expires_at = null, errors = j.errors || jsonb_build_array(a.error::jsonb),
+                attempt = j.attempt - case when a.uses_attempt then 0 else 1 end,
                 -- A destination whose breaker opened meanwhile: wait out of the runnable index.
                 held_since = case when courier.breaker_holds(j.destination) then now() end
             from unnest(\(retries.map(\.id)), \(retries.map(\.attempt)), \(retries.map(\.delayMilliseconds)),
-                        \(retries.map(\.errorJSON))) as a(id, attempt, delay_ms, error)
+                        \(retries.map(\.errorJSON)), \(retries.map(\.usesAttempt))) as a(id, attempt, delay_ms, error, uses_attempt)
             where j.id = a.id and j.attempt = a.attempt and j.leased_by = \(worker)
             returning j.id
             """).rows.map { try $0.decode(0, as: Int64.self) }

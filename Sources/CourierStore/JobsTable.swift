@@ -66,7 +66,10 @@ public enum JobsTable {
     ) throws -> BulkResult {
         try connection.withTransaction { tx in
             let result: BulkResult
-            if requests.contains(where: { $0.uniqueKey != nil }) {
+            if try !canCopyJobs(on: tx) {
+                // An enqueuer (courier_enqueue alone) may only call courier.enqueue.
+                result = try enqueueThroughFunction(requests, on: tx, progress: progress)
+            } else if requests.contains(where: { $0.uniqueKey != nil }) {
                 result = try enqueueStaged(requests, on: tx, chunkSize: chunkSize, progress: progress)
             } else {
                 let inserted = try enqueueDirect(requests, on: tx, chunkSize: chunkSize, progress: progress)

@@ -17,10 +17,10 @@ public struct ScheduleTemplate: Sendable, Equatable {
         public var args: String = "{}"
         public var queue = "default"
         public var priority = 0
-        public var maxAttempts = 5
+        public var maxAttempts = JobDefaults.maxAttempts
         public var uniqueKey: String?
         public var destination: String?
-        public var timeoutMilliseconds = 30_000
+        public var timeoutMilliseconds = JobDefaults.timeoutMilliseconds
         public init(kind: String) { self.kind = kind }
     }
 
@@ -122,8 +122,8 @@ public struct ScheduleTemplate: Sendable, Equatable {
             job.queue = queue
         }
         job.priority = try integer("priority", -32_768...32_767) ?? 0
-        job.maxAttempts = try integer("max_attempts", 1...1_000) ?? 5
-        job.timeoutMilliseconds = try integer("timeout_ms", 1...3_600_000) ?? 30_000
+        job.maxAttempts = try integer("max_attempts", 1...1_000) ?? JobDefaults.maxAttempts
+        job.timeoutMilliseconds = try integer("timeout_ms", 1...3_600_000) ?? JobDefaults.timeoutMilliseconds
         job.uniqueKey = try string("unique_key")
         job.destination = try string("destination")
         return job

@@ -14,6 +14,13 @@ public enum StatsQueries {
         enum CodingKeys: String, CodingKey {
             case queue, state, count, oldestDueSeconds = "oldest_due_seconds"
         }
+
+        public init(queue: String, state: String, count: Int, oldestDueSeconds: Double?) {
+            self.queue = queue
+            self.state = state
+            self.count = count
+            self.oldestDueSeconds = oldestDueSeconds
+        }
     }
 
     /// Depth per queue and state, plus the number of dead letters not yet replayed.
@@ -105,5 +112,15 @@ public enum StatsQueries {
             select count(*)::bigint from courier.workers
             where stopping_at is null and heartbeat_at > now() - 3 * heartbeat_interval_ms * interval '1 millisecond'
             """).rows[0].decode(0, as: Int.self)
+    }
+
+    /// The live worker that exports the fleet-wide metrics, so that a sum over the fleet
+    /// counts them once: the one with the smallest id among those with a recent heartbeat
+    /// that are not stopping (any rule all workers compute alike would do).
+    public static func fleetReporter(on connection: PostgresConnection) throws -> UUID? {
+        try connection.query("""
+            select min(id::text)::uuid from courier.workers
+            where stopping_at is null and heartbeat_at > now() - 3 * heartbeat_interval_ms * interval '1 millisecond'
+            """).rows[0].decode(0, as: UUID?.self)
     }
 }

@@ -1,3 +1,4 @@
+import CourierCore
 import CourierStore
 import Foundation
 
@@ -20,6 +21,8 @@ public final class MetricsServerSampler: @unchecked Sendable {
         public var breakerTransitions: [Transition]
         /// Workers with a recent heartbeat that are not shutting down.
         public var liveWorkers: Int
+        /// The worker that exports the fleet-wide families (lower-case UUID), if any is live.
+        public var fleetReporter: String? = nil
     }
 
     public typealias OpenBreaker = StatsQueries.OpenBreaker
@@ -45,8 +48,15 @@ public final class MetricsServerSampler: @unchecked Sendable {
     private let wake = ThreadSignal()
     private let finished = DispatchSemaphore(value: 0)
 
-    /// - Parameter interval: the time between samples. Default 5 s.
-    public init(database: DatabaseConfiguration, interval: Duration = .seconds(5), logger: Logger) {
+    /// Queues whose depth reads 0 rather than vanishing when they hold no job: the ones
+    /// this worker serves and every one seen in an earlier sample.
+    private var knownQueues: Set<String>
+
+    /// - Parameters:
+    ///   - interval: the time between samples. Default 5 s.
+    ///   - servedQueues: the worker's queues, exported with depth 0 while empty.
+    public init(database: DatabaseConfiguration, interval: Duration = .seconds(5), logger: Logger, servedQueues: [String] = []) {
+        knownQueues = Set(servedQueues)
         var configuration = database
         configuration.applicationName = "courier-metrics"
         self.database = configuration
@@ -88,7 +98,8 @@ public final class MetricsServerSampler: @unchecked Sendable {
         var failing = false
         while !isStopping {
             switch session.run({ try Self.sample(from: $0) }) {
-            case .success(let sample):
+            case .success(var sample):
+                sample.queueDepths = Self.zeroFilled(sample.queueDepths, known: &knownQueues)
                 lock.withLock {
                     current.latest = sample
                     current.successes += 1
@@ -108,10 +119,24 @@ public final class MetricsServerSampler: @unchecked Sendable {
         }
     }
 
+    /// `depths` with a 0 for each state of every known queue that has no row, so a queue's
+    /// series read 0 when it empties instead of vanishing; `known` grows by the queues seen.
+    static func zeroFilled(_ depths: [StatsQueries.QueueDepth], known: inout Set<String>) -> [StatsQueries.QueueDepth] {
+        known.formUnion(depths.map(\.queue))
+        var result = depths
+        for queue in known.sorted() {
+            for state in JobState.allCases.map(\.rawValue) where !depths.contains(where: { $0.queue == queue && $0.state == state }) {
+                result.append(StatsQueries.QueueDepth(queue: queue, state: state, count: 0, oldestDueSeconds: nil))
+            }
+        }
+        return result.sorted { ($0.queue, $0.state) < ($1.queue, $1.state) }
+    }
+
     /// Reads one sample. The statements are read-only.
     static func sample(from store: any WorkerStore) throws -> Sample {
         Sample(takenAt: Date(), queueDepths: try store.statsQueueDepths(), deadLetters: try store.statsDeadLetterCounts(),
                breakerStates: try store.statsBreakerStates(), openBreakers: try store.statsOpenBreakers(limit: openBreakerLimit),
-               breakerTransitions: try store.statsBreakerTransitionCounts(), liveWorkers: try store.statsLiveWorkerCount())
+               breakerTransitions: try store.statsBreakerTransitionCounts(), liveWorkers: try store.statsLiveWorkerCount(),
+               fleetReporter: try store.statsFleetReporter()?.uuidString.lowercased())
     }
 }

@@ -15,9 +15,12 @@ extension PrometheusText {
         public var missingMigrations: [String]
         /// Set while the worker recently refused a job because of its own configuration.
         public var degradedReason: String?
+        /// The queues this worker serves: their per-queue counters read 0 before any attempt.
+        public var queues: [String]
 
         public init(workerID: String, version: String, concurrency: Int, inFlight: Int, stopping: Bool, databaseReachable: Bool,
-                    missingMigrations: [String] = [], degradedReason: String? = nil) {
+                    missingMigrations: [String] = [], degradedReason: String? = nil, queues: [String] = []) {
+            self.queues = queues
             self.degradedReason = degradedReason
             self.workerID = workerID
             self.version = version
@@ -59,17 +62,32 @@ extension PrometheusText {
                     Double(m.refusedByConfiguration))
         page.single("courier_worker_ready", .gauge, help: "1 when /readyz answers 200.", state.ready ? 1 : 0)
 
-        var attempts = m.attemptsByClass
-        for name in ["success"] + ErrorClass.allCases.map(\.rawValue) where attempts[name] == nil { attempts[name] = 0 }
-        page.family("courier_attempts_total", .counter, help: "Attempts this worker made, by result: success or the error class.",
-                    attempts.keys.sorted().map { Sample("courier_attempts_total", [("class", $0)], Double(attempts[$0]!)) })
-        let deadLettered = m.deadLettersByReason.values.reduce(0, +)
+        // Per queue, so one queue's failure rate can be alerted on; every queue this worker
+        // serves or has run reads 0 for every result before its first.
+        let queues = Set(state.queues).union(m.attemptsByQueue.keys).union(m.outcomesByQueue.keys).sorted()
+        let results = ["success"] + ErrorClass.allCases.map(\.rawValue)
+        page.family("courier_attempts_total", .counter,
+                    help: "Attempts this worker made, by queue and result: success or the error class.",
+                    queues.flatMap { queue in
+                        let counts = m.attemptsByQueue[queue] ?? [:]
+                        let names = Set(results).union(counts.keys).sorted()
+                        return names.map { Sample("courier_attempts_total", [("queue", queue), ("class", $0)], Double(counts[$0] ?? 0)) }
+                    })
         page.family("courier_job_outcomes_total", .counter,
-                    help: "Decisions after this worker's attempts: succeeded, retried or dead_lettered.", [
-                        Sample("courier_job_outcomes_total", [("outcome", "succeeded")], Double(m.succeeded)),
-                        Sample("courier_job_outcomes_total", [("outcome", "retried")], Double(m.retries)),
-                        Sample("courier_job_outcomes_total", [("outcome", "dead_lettered")], Double(deadLettered)),
-                    ])
+                    help: "Decisions after this worker's attempts, by queue: succeeded, retried or dead_lettered.",
+                    queues.flatMap { queue in
+                        ["succeeded", "retried", "dead_lettered"].map {
+                            Sample("courier_job_outcomes_total", [("queue", queue), ("outcome", $0)],
+                                   Double(m.outcomesByQueue[queue]?[$0] ?? 0))
+                        }
+                    })
+        page.family("courier_request_duration_seconds", .histogram,
+                    help: "How long this worker's requests took, by queue, from sending to the end of the answer or the failure.",
+                    queues.flatMap { queue in
+                        let histogram = m.requestDurations[queue] ?? WorkerMetrics.Histogram(bounds: WorkerMetrics.requestDurationBounds)
+                        return histogramSamples("courier_request_duration_seconds", labels: [("queue", queue)],
+                                                buckets: histogram.cumulative, sum: histogram.sum, count: histogram.count)
+                    })
         page.single("courier_jobs_succeeded_after_retry_total", .counter,
                     help: "Jobs that succeeded on a later attempt than the first.", Double(m.succeededAfterRetry))
         var reasons = m.deadLettersByReason
@@ -103,13 +121,21 @@ extension PrometheusText {
         page.family("courier_schedule_lag_seconds", .histogram, help: "Time from a schedule run's slot to its enqueue.",
                     histogramSamples("courier_schedule_lag_seconds", buckets: m.scheduleLags.cumulative,
                                      sum: m.scheduleLags.sum, count: m.scheduleLags.count))
-        fleetFamilies(&page, sampling: sampling, now: now)
+        // Fleet-wide figures are exported by one worker only (the live worker with the
+        // smallest id), so a sum over workers counts each once.
+        let reporter = sampling.latest?.fleetReporter
+        let reports = reporter == nil || reporter == state.workerID.lowercased()
+        page.single("courier_fleet_reporter", .gauge,
+                    help: "1 on the one worker that exports the fleet-wide (Sampled) families; the others export them without samples.",
+                    sampling.latest != nil && reports ? 1 : 0)
+        fleetFamilies(&page, sampling: sampling, now: now, reports: reports)
         return page.text
     }
 
-    /// The families read from the last database sample; empty (HELP and TYPE only) before the first.
-    private static func fleetFamilies(_ page: inout PrometheusText, sampling: MetricsServerSampler.Status, now: Date) {
-        let sample = sampling.latest
+    /// The families read from the last database sample; empty (HELP and TYPE only) before
+    /// the first, and on every worker but the fleet reporter.
+    private static func fleetFamilies(_ page: inout PrometheusText, sampling: MetricsServerSampler.Status, now: Date, reports: Bool) {
+        let sample = reports ? sampling.latest : nil
         page.family("courier_queue_depth", .gauge, help: "Jobs per queue and state (available, running), fleet-wide. Sampled.",
                     sample?.queueDepths.map {
                         Sample("courier_queue_depth", [("queue", $0.queue), ("state", $0.state)], Double($0.count))

@@ -36,7 +36,7 @@ extension Worker {
                 // Nothing was sent: the probe says nothing about the destination.
                 acknowledge(.probeAbandon(destination: job.destination, generation: generation))
             }
-            metrics.recordDeadLetter(reason: .deadline)
+            metrics.recordDeadLetter(reason: .deadline, queue: job.queue)
             logJob(job, "job dead-lettered", classification, [("reason", "deadline")])
             finish(lease)
             return
@@ -99,13 +99,13 @@ extension Worker {
     func record(_ job: ClaimedJob, _ classification: Classification, startedAt: Date, elapsed: Duration,
                         cancelledByOperator: Bool, abortedByShutdown: Bool) {
         let durationMs = Int(elapsed.milliseconds)
-        metrics.recordAttempt(classification)
+        metrics.recordAttempt(classification, queue: job.queue, duration: elapsed)
         let statsKey = AttemptStatsTable.Key(queue: job.queue, destination: job.destination,
                                              errorClass: classification.succeeded ? "success" : (classification.errorClass?.rawValue ?? "unknown"))
         statsFlusher.recordAttempt(statsKey, succeededAfterRetry: classification.succeeded && job.attempt > 1)
         if classification.succeeded {
             acknowledge(.success(.init(id: job.id, attempt: job.attempt, status: classification.status, durationMilliseconds: durationMs)))
-            metrics.recordSuccess(afterRetry: job.attempt > 1)
+            metrics.recordSuccess(afterRetry: job.attempt > 1, queue: job.queue)
             if logger.isEnabled(.debug) { logJob(job, "job succeeded", classification, [("duration_ms", durationMs)]) }
             return
         }
@@ -140,15 +140,16 @@ extension Worker {
                 let pause = max(Int64(0), Int64(notBefore.timeIntervalSince(clock.now()) * 1000))
                 acknowledge(.destinationPause(destination: job.destination, milliseconds: pause))
             }
-            acknowledge(.retry(.init(id: job.id, attempt: job.attempt, delayMilliseconds: Int64(delay.milliseconds), errorJSON: error)))
-            metrics.recordRetry(delay: delay)
+            acknowledge(.retry(.init(id: job.id, attempt: job.attempt, delayMilliseconds: Int64(delay.milliseconds), errorJSON: error,
+                                     usesAttempt: interruption != nil || RetryDecider.usesAttempt(classification, job: facts))))
+            metrics.recordRetry(delay: delay, queue: job.queue)
             statsFlusher.recordRetry(statsKey, delayMilliseconds: Int64(delay.milliseconds))
             claimer.noteRetry(due: clock.instant() + delay)
             logJob(job, "attempt failed; retrying", effective, [("retry_in", DurationParser.format(delay))])
         case .deadLetter(let reason):
             acknowledge(.deadLetter(.init(id: job.id, attempt: job.attempt, reason: reason, errorJSON: error,
                                           lastClass: effective.errorClass, lastStatus: effective.status)))
-            metrics.recordDeadLetter(reason: reason)
+            metrics.recordDeadLetter(reason: reason, queue: job.queue)
             logJob(job, "job dead-lettered", effective, [("reason", reason.rawValue)])
         }
     }

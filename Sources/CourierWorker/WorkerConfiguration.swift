@@ -20,7 +20,7 @@ public struct WorkerConfiguration: Sendable {
     public var lease: Duration = .seconds(30)
     /// How long in-flight jobs may take to finish after SIGTERM/SIGINT. Default 25 s.
     public var shutdownGrace: Duration = .seconds(25)
-    /// Backoff and Retry-After rules. Defaults: exponential from 1 s, capped at 10 min, full jitter; Retry-After capped at 1 h.
+    /// Backoff and Retry-After rules. Defaults: exponential from 1 s, capped at 1 h, full jitter; Retry-After capped at 1 h (with `JobDefaults.maxAttempts`, about 6.5 h of retries).
     public var retryPolicy = RetryPolicy(backoff: BackoffPolicy(), retryAfterCap: .seconds(3600))
     /// The circuit breaker rules shared by the fleet.
     public var breakerPolicy = BreakerPolicy()

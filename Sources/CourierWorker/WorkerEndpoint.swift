@@ -27,7 +27,8 @@ public final class WorkerEndpoint: Sendable {
     public static func start(for worker: Worker, address: HTTPServerAddress, logger: Logger,
                              limits: HTTPServer.Limits = HTTPServer.Limits(),
                              sampleInterval: Duration = .seconds(5)) throws(HTTPServerError) -> WorkerEndpoint {
-        let sampler = MetricsServerSampler(database: worker.configuration.database, interval: sampleInterval, logger: logger)
+        let sampler = MetricsServerSampler(database: worker.configuration.database, interval: sampleInterval, logger: logger,
+                                           servedQueues: worker.configuration.queues)
         let server = HTTPServer(address: address, limits: limits, router: router(state: { worker.metricsState }, page: {
             PrometheusText.workerPage(metrics: worker.metrics.snapshot(), state: worker.metricsState, sampling: sampler.status)
                 + PrometheusText.trafficPage(worker.traffic.destinations)
@@ -72,6 +73,7 @@ extension Worker {
         PrometheusText.WorkerState(workerID: id.uuidString.lowercased(), version: CourierVersion.current,
                                    concurrency: configuration.concurrency, inFlight: inFlightCount,
                                    stopping: isStopping, databaseReachable: isDatabaseReachable,
-                                   missingMigrations: missingMigrations, degradedReason: degradedReason)
+                                   missingMigrations: missingMigrations, degradedReason: degradedReason,
+                                   queues: configuration.queues)
     }
 }

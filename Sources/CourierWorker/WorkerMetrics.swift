@@ -54,6 +54,12 @@ public final class WorkerMetrics: @unchecked Sendable {
     private var retryDelays = Histogram(bounds: WorkerMetrics.retryDelayBounds)
     private var scheduleLags = Histogram(bounds: WorkerMetrics.scheduleLagBounds)
     private var scheduleMissed = 0
+    private var attemptsByQueue: [String: [String: Int]] = [:]
+    private var outcomesByQueue: [String: [String: Int]] = [:]
+    private var requestDurations: [String: Histogram] = [:]
+
+    /// Seconds one request took, from send to the end of the response (or the failure).
+    public static let requestDurationBounds: [Double] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60]
 
     /// Retry delays in seconds.
     public static let retryDelayBounds: [Double] = [1, 5, 15, 60, 300, 900, 3600]
@@ -92,6 +98,12 @@ public final class WorkerMetrics: @unchecked Sendable {
         public var scheduleLags = Histogram(bounds: WorkerMetrics.scheduleLagBounds)
         /// Schedule slots this worker did not run, by the missed-run policy.
         public var scheduleMissed = 0
+        /// Attempts by queue, then by result (`success` or the error class).
+        public var attemptsByQueue: [String: [String: Int]] = [:]
+        /// Decisions by queue, then by outcome (`succeeded`, `retried`, `dead_lettered`).
+        public var outcomesByQueue: [String: [String: Int]] = [:]
+        /// Request durations by queue.
+        public var requestDurations: [String: Histogram] = [:]
         public var retryDelayBuckets: [(le: Double, count: Int)] { retryDelays.cumulative }
         public var retryDelayCount: Int { retryDelays.count }
         public var retryDelaySum: Double { retryDelays.sum }
@@ -112,32 +124,44 @@ public final class WorkerMetrics: @unchecked Sendable {
                 rescuedRequeued: rescuedRequeued, rescuedDeadLettered: rescuedDeadLettered,
                 refusedByConfiguration: refusedByConfiguration,
                 droppedAcknowledgements: droppedAcknowledgements, retryDelays: retryDelays,
-                scheduleLags: scheduleLags, scheduleMissed: scheduleMissed)
+                scheduleLags: scheduleLags, scheduleMissed: scheduleMissed, attemptsByQueue: attemptsByQueue,
+                outcomesByQueue: outcomesByQueue, requestDurations: requestDurations)
         }
     }
 
-    func recordAttempt(_ c: Classification) {
+    func recordAttempt(_ c: Classification, queue: String = "default", duration: Duration? = nil) {
         let key = c.succeeded ? "success" : (c.errorClass?.rawValue ?? "unknown")
-        lock.withLock { attemptsByClass[key, default: 0] += 1 }
+        lock.withLock {
+            attemptsByClass[key, default: 0] += 1
+            attemptsByQueue[queue, default: [:]][key, default: 0] += 1
+            if let duration {
+                requestDurations[queue, default: Histogram(bounds: Self.requestDurationBounds)].observe(duration.timeInterval)
+            }
+        }
     }
 
-    func recordSuccess(afterRetry: Bool) {
+    func recordSuccess(afterRetry: Bool, queue: String = "default") {
         lock.withLock {
             succeeded += 1
             if afterRetry { succeededAfterRetry += 1 }
+            outcomesByQueue[queue, default: [:]]["succeeded", default: 0] += 1
         }
     }
 
-    func recordRetry(delay: Duration) {
+    func recordRetry(delay: Duration, queue: String = "default") {
         let seconds = Double(delay.milliseconds) / 1000
         lock.withLock {
             retries += 1
             retryDelays.observe(seconds)
+            outcomesByQueue[queue, default: [:]]["retried", default: 0] += 1
         }
     }
 
-    func recordDeadLetter(reason: DeadLetterReason) {
-        lock.withLock { deadLettersByReason[reason.rawValue, default: 0] += 1 }
+    func recordDeadLetter(reason: DeadLetterReason, queue: String = "default") {
+        lock.withLock {
+            deadLettersByReason[reason.rawValue, default: 0] += 1
+            outcomesByQueue[queue, default: [:]]["dead_lettered", default: 0] += 1
+        }
     }
 
     func recordLocalRefusal() {

@@ -1,3 +1,4 @@
+import CourierCore
 import CourierStore
 import CourierTestSupport
 import Foundation
@@ -89,7 +90,7 @@ struct EnqueueCommandTests {
             #expect(job.queue == "default")
             #expect(job.priority == 0)
             #expect(abs(job.runAfterCreate) < 5)
-            #expect(job.maxAttempts == 5)
+            #expect(job.maxAttempts == JobDefaults.maxAttempts)
             #expect(job.deadline == nil)
             #expect(job.uniqueKey == nil)
             #expect(job.destination == "http://example.com:80")

@@ -1,5 +1,6 @@
 import CourierCLI
 import CourierControl
+import CourierCore
 import Foundation
 import Testing
 
@@ -86,7 +87,9 @@ struct JobctlCommandsTests {
         (["enqueue"], ["url", "ndjson", "method", "header", "data", "queue", "priority", "run-at", "in",
                        "max-attempts", "deadline", "within", "idempotency-key", "unique-key",
                        "no-idempotency-key", "destination", "timeout", "expect-content-type", "json"]),
-        (["list"], ["state", "queue", "destination", "limit", "json"]),
+        (["list"], ["state", "queue", "destination", "limit", "after", "json"]),
+        (["retry"], ["ids", "json"]),
+        (["update"], ["id", "run-at", "priority", "json"]),
         (["show"], ["id", "json"]),
         (["cancel"], ["ids", "json"]),
         (["stats"], ["watch", "interval", "json"]),
@@ -136,7 +139,7 @@ struct JobctlCommandsTests {
         #expect(command.value("method") == "POST")
         #expect(command.value("queue") == "default")
         #expect(command.value("priority") == "0")
-        #expect(command.value("max-attempts") == "5")
+        #expect(command.value("max-attempts") == String(JobDefaults.maxAttempts))
         #expect(!command.flag("no-idempotency-key"))
     }
 
@@ -157,7 +160,7 @@ struct JobctlCommandsTests {
         (["enqueue"], "error: expected one of --url, --ndjson"),
         (["enqueue", "--url", "u", "--qeue", "q"], "error: --qeue: unknown option; did you mean --queue?"),
         (["list", "--state", "done"],
-         "error: --state: expected one of available, running, got 'done'"),
+         "error: --state: expected one of available, running, succeeded, dead, all, got 'done'"),
         (["dead", "list", "--reason", "exausted"],
          "error: --reason: expected one of permanent, invalid_response, exhausted, deadline, ambiguous, cancelled, got 'exausted'; did you mean exhausted?"),
         (["dead", "replay"],
@@ -168,7 +171,9 @@ struct JobctlCommandsTests {
         (["dead", "purge", "1", "--older-than", "7d"], "error: --older-than: cannot be combined with ID"),
         (["show"], "error: ID: missing argument"),
         (["show", "1", "2"], "error: unexpected argument '2'"),
-        (["cancel"], "error: ID: missing argument"),
+        (["cancel"], "error: expected one of ID..., --queue, --destination, --kind, --url-prefix, --since, --until"),
+        (["retry"], "error: ID: missing argument"),
+        (["update", "1"], "error: expected one of --run-at, --in, --priority"),
         (["breaker", "open"], "error: DESTINATION: missing argument"),
         (["breaker", "opne", "x"], "error: unknown command 'opne' for 'jobctl breaker'; did you mean 'open'?"),
         (["dead"], "error: missing command for 'jobctl dead'; expected one of list, show, replay, purge"),

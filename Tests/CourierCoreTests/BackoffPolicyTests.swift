@@ -7,7 +7,7 @@ import Testing
         #expect(p.strategy == .exponential)
         #expect(p.base == .seconds(1))
         #expect(p.multiplier == 2)
-        #expect(p.cap == .seconds(600))
+        #expect(p.cap == .seconds(3600))
         #expect(p.jitter == .full)
     }
 

@@ -1,3 +1,4 @@
+import CourierCore
 import CourierStore
 import CourierTestSupport
 import Foundation
@@ -21,7 +22,7 @@ import Testing
             #expect(try row.decode(1, as: String.self) == "default")
             #expect(try row.decode(2, as: Int.self) == 0)
             #expect(try row.decode(3, as: Int.self) == 0)
-            #expect(try row.decode(4, as: Int.self) == 5)
+            #expect(try row.decode(4, as: Int.self) == JobDefaults.maxAttempts)
             #expect(try row.decode(5, as: String.self) == "https://hooks.example.com:443")
             let key = try row.decode(6, as: String.self)
             #expect(UUID(uuidString: key) != nil)

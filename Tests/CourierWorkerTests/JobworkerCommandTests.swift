@@ -94,7 +94,7 @@ struct JobworkerCommandTests {
         #expect(try command.duration("poll-interval") == .seconds(1))
         #expect(command.value("backoff") == "exponential")
         #expect(try command.duration("backoff-base") == .seconds(1))
-        #expect(try command.duration("backoff-cap") == .seconds(600))
+        #expect(try command.duration("backoff-cap") == .seconds(3600))
         #expect(command.value("jitter") == "full")
         #expect(try command.duration("retry-after-cap") == .seconds(3600))
         #expect(try command.int("breaker-failures", range: 1...Int.max) == 5)

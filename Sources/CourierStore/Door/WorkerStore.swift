@@ -63,6 +63,8 @@ public protocol WorkerStore {
     func statsOpenBreakers(limit: Int) throws -> [StatsQueries.OpenBreaker]
     func statsBreakerTransitionCounts() throws -> [StatsQueries.BreakerTransitionCount]
     func statsLiveWorkerCount() throws -> Int
+    /// The worker that exports the fleet-wide metrics: the live one with the smallest id.
+    func statsFleetReporter() throws -> UUID?
 
     // Schedules (the scheduler service)
     func schedulesRunNextDue(now: Date?, lateTolerance: Duration) throws -> SchedulesTable.Pass?
@@ -181,4 +183,5 @@ public struct PostgresWorkerStore: WorkerStore {
         try StatsQueries.breakerTransitionCounts(on: connection)
     }
     public func statsLiveWorkerCount() throws -> Int { try StatsQueries.liveWorkerCount(on: connection) }
+    public func statsFleetReporter() throws -> UUID? { try StatsQueries.fleetReporter(on: connection) }
 }

@@ -1,0 +1,105 @@
+import CourierCore
+import CourierStore
+import CourierTestSupport
+import Foundation
+import Postgres
+import Testing
+
+/// Issue 18, item 12: what an enqueuer (`courier_enqueue`) may do, beyond RoleGrantTests.
+@Suite struct EnqueuerRoleTests {
+    func sqlState(_ body: () throws -> Void) -> String? {
+        do {
+            try body()
+            return nil
+        } catch let error as PostgresError {
+            return error.sqlState ?? "no SQLSTATE: \(error)"
+        } catch {
+            return "not a PostgresError: \(error)"
+        }
+    }
+
+    /// The attack: file failing jobs under a partner's breaker key to open it.
+    @Test func anEnqueuerCannotFileJobsUnderAnotherDestinationsBreaker() throws {
+        try CourierTestDatabase.with { database, admin in
+            let login = try RoleGrantTests.Login.create(memberOf: "courier_enqueue", database: database)
+            defer { login.drop() }
+            let connection = try login.connect()
+            defer { connection.close() }
+
+            #expect(sqlState {
+                _ = try connection.query("select courier.enqueue(url => 'https://attacker.example/fail', destination => 'https://partner.example.com:443')")
+            } == "42501")
+            #expect(sqlState {
+                _ = try connection.query("select courier.enqueue(url => 'https://attacker.example/fail', destination => 'partner-billing')")
+            } == "42501", "nor a label of the operators' choosing")
+            #expect(sqlState {
+                _ = try connection.query("select courier.enqueue_job('report.build', '{}', destination => 'https://partner.example.com:443')")
+            } == "42501")
+            #expect(try admin.query("select count(*)::bigint from courier.jobs").rows[0].decode(0, as: Int.self) == 0, "nothing was filed")
+
+            // Its own destination, spelled out or as a sub-key, is fine.
+            for destination in ["https://partner.example.com:443", "https://partner.example.com:443/billing"] {
+                _ = try connection.query("select courier.enqueue(url => 'https://partner.example.com/hook', destination => \(destination))")
+            }
+            _ = try connection.query("select courier.enqueue_job('report.build', '{}', destination => 'job:report.build/eu')")
+            #expect(try admin.query("select count(*)::bigint from courier.jobs").rows[0].decode(0, as: Int.self) == 3)
+
+            // Operators (and workers) still name any label.
+            _ = try admin.query("select courier.enqueue(url => 'https://a.example/x', destination => 'partner-billing')")
+            let worker = try RoleGrantTests.Login.create(memberOf: "courier_worker", database: database)
+            defer { worker.drop() }
+            let workerConnection = try worker.connect()
+            defer { workerConnection.close() }
+            _ = try workerConnection.query("select courier.enqueue(url => 'https://a.example/y', destination => 'partner-billing')")
+            #expect(try admin.query("select count(*)::bigint from courier.jobs where destination = 'partner-billing'").rows[0].decode(0, as: Int.self) == 2)
+        }
+    }
+
+    /// `jobctl enqueue --ndjson` with only the enqueuer role: the bulk path falls back to
+    /// `courier.enqueue` per line, still all or nothing.
+    @Test func anEnqueuerCanBulkEnqueue() throws {
+        try CourierTestDatabase.with { database, admin in
+            let login = try RoleGrantTests.Login.create(memberOf: "courier_enqueue", database: database)
+            defer { login.drop() }
+            let connection = try login.connect()
+            defer { connection.close() }
+            var requests = (0..<5).map { EnqueueRequest(url: "https://e.com/\($0)") }
+            requests[1].uniqueKey = "u"
+            requests[3].uniqueKey = "u"
+            let result = try JobsTable.enqueueMany(requests, on: connection)
+            #expect(result.inserted == 4)
+            #expect(result.skippedByUniqueKey == 1)
+            #expect(try admin.query("select count(*)::bigint from courier.jobs").rows[0].decode(0, as: Int.self) == 4)
+
+            // All or nothing: a bad line leaves nothing behind.
+            var bad = [EnqueueRequest(url: "https://e.com/ok"), EnqueueRequest(url: "https://e.com/bad")]
+            bad[1].destination = "https://other.example:443"
+            #expect(sqlState { _ = try JobsTable.enqueueMany(bad, on: connection) } == "42501")
+            #expect(try admin.query("select count(*)::bigint from courier.jobs").rows[0].decode(0, as: Int.self) == 4)
+        }
+    }
+}
+
+/// The throttling rule's write: a retry that uses no attempt gives the claim's increment
+/// back, fenced as every retry is.
+@Suite struct ThrottledRetryTests {
+    @Test func aRetryThatUsesNoAttemptGivesItBack() throws {
+        try CourierTestDatabase.with { _, db in
+            let id = try JobsTable.enqueue(EnqueueRequest(url: "https://e.com/a"), on: db)
+            let worker = UUID()
+            let first = try #require(try JobsTable.claim(queue: "default", limit: 1, worker: worker, leaseMilliseconds: 60_000, on: db).first)
+            #expect(first.attempt == 1)
+            #expect(try JobsTable.retry([.init(id: id, attempt: 1, delayMilliseconds: 0, errorJSON: #"{"attempt": 1, "class": "throttled"}"#,
+                                               usesAttempt: false)], worker: worker, on: db) == [id])
+            #expect(try db.query("select attempt from courier.jobs where id = \(id)").rows[0].decode(0, as: Int.self) == 0)
+            let second = try #require(try JobsTable.claim(queue: "default", limit: 1, worker: worker, leaseMilliseconds: 60_000, on: db).first)
+            #expect(second.attempt == 1, "the throttled attempt was not counted")
+            #expect(try JobsTable.retry([.init(id: id, attempt: 1, delayMilliseconds: 0, errorJSON: #"{"attempt": 1, "class": "server"}"#)],
+                                        worker: worker, on: db) == [id])
+            #expect(try db.query("select attempt, jsonb_array_length(errors) from courier.jobs where id = \(id)").rows[0].decode(0, as: Int.self) == 1)
+            // A stale write (wrong attempt) changes nothing.
+            #expect(try JobsTable.retry([.init(id: id, attempt: 7, delayMilliseconds: 0, errorJSON: "{}", usesAttempt: false)],
+                                        worker: worker, on: db).isEmpty)
+        }
+    }
+}
