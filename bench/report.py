@@ -409,6 +409,27 @@ if enq:
         w(f"| PgQueuer `Queries.enqueue`, chunks of 1000 (its harness) | {cell([r['jobs_per_s'] for r in pgq_enq])} | – |")
     w("")
 
+# ------------------------------------------------------------------ destination traffic control (issue 13)
+traffic = [r for r in courier if r["bench"] == "traffic"]
+if traffic:
+    plain = [r for r in traffic if r["scenario"] == "no_policies"]
+    capped = [r for r in traffic if r["scenario"] == "capped_backlog"]
+    w("## Destination traffic control: the claim's cost")
+    w("")
+    w(f"One connection drains {traffic[0]['jobs']:,} runnable no-op jobs as a worker's claimer does (batches of 100, "
+      "acknowledged without the archive): with no policies, then with "
+      f"{capped[0]['capped_destinations'] if capped else 0} capped destinations each holding "
+      f"{capped[0]['waiting_per_destination'] if capped else 0:,} waiting jobs at a full cap, in the same run "
+      "(`courier-bench traffic`). Medians [min .. max].")
+    w("")
+    w("| scenario | jobs/s | µs per claim round | µs in the gated claim |")
+    w("|---|---|---|---|")
+    for name, group in [("no policies", plain), ("capped backlogs", capped)]:
+        if group:
+            w(f"| {name} | {cell([r['jobs_per_second'] for r in group])} | {cell([r['us_per_claim_round'] for r in group])} | "
+              f"{cell([r['us_gated_claim'] for r in group])} |")
+    w("")
+
 # ------------------------------------------------------------------ baseline (BASELINE=rev bench/run.sh)
 baseline = rows("courier-baseline.jsonl")
 if baseline:

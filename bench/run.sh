@@ -5,7 +5,7 @@
 #
 #   bench/run.sh                 # everything, ~20-25 min on the 2-core reference box
 #   QUICK=1 bench/run.sh         # small sizes, 1 rep: checks the harness in ~4 min (figures not comparable)
-#   ONLY="drain latency" bench/run.sh   # subset of: pgbench drain http latency memory enqueue
+#   ONLY="drain latency" bench/run.sh   # subset of: pgbench drain http latency memory enqueue traffic
 #
 # Knobs (environment), defaults in brackets:
 #   REPS [3]                 repetitions of every measurement (median reported)
@@ -17,6 +17,7 @@
 #   PGQ_HTTP_CONFIGS         PgQueuer+aiohttp "procs batch max_tasks;..." ["2 100 1000"] (its best in RESULTS.md)
 #   LAT_N [500]  LAT_INTERVAL_MS [20]      pickup latency: single enqueues, this far apart
 #   MEM_CONC [256]  MEM_DELAY [10]         memory: in-flight slow requests, seconds each takes
+#   TRAFFIC_JOBS [50000]  TRAFFIC_DESTINATIONS [100]  TRAFFIC_WAITING [10000]   traffic: claim cost
 #   ENQ_LINES [100000]  ENQ_SQL_CALLS [10000]   enqueue: NDJSON lines; courier.enqueue calls
 #   PGB_CLIENTS ["1,2,4"]  PGB_T [5]  PGB_FILL [600000]   raw-SQL limit (pgbench) clients, seconds, rows
 #   PEERS_PGB_REPS [1]       reps of the peers' minimal-schema pgbench (each refills 1.5M rows)
@@ -37,7 +38,10 @@ if [ "$QUICK" = 1 ]; then
   : "${PGQ_CONFIGS:=2 1 500}"
 fi
 REPS="${REPS:-3}"
-ONLY="${ONLY:-pgbench drain http latency memory enqueue}"
+ONLY="${ONLY:-pgbench drain http latency memory enqueue traffic}"
+TRAFFIC_JOBS="${TRAFFIC_JOBS:-50000}"
+TRAFFIC_DESTINATIONS="${TRAFFIC_DESTINATIONS:-100}"
+TRAFFIC_WAITING="${TRAFFIC_WAITING:-10000}"
 DRAIN_N="${DRAIN_N:-100000}"; DRAIN_WORKERS="${DRAIN_WORKERS:-1,2}"; DRAIN_CONC="${DRAIN_CONC:-64,256,1024}"
 DRAIN_NOARCHIVE_CONC="${DRAIN_NOARCHIVE_CONC:-256,1024}"
 PGQ_CONFIGS="${PGQ_CONFIGS:-2 1 500;2 2 250;1 1 500}"
@@ -231,6 +235,15 @@ if has enqueue; then
   "${PEERS[@]}" "$PY" bench_pgqueuer.py setup > "$RUN_DIR/work/pgq_setup3.log" 2>&1
   "${PEERS[@]}" "$PY" bench_pgqueuer.py enqueue --n "$ENQ_LINES" --chunk 1000 --reps "$REPS"
   say "enqueue end"
+fi
+
+# ---- 11. destination traffic control (issue 13): the claim with 100 capped destinations'
+#          backlogs against no policies, in the same run (Courier only: no peer has exact caps)
+if has traffic; then
+  say "traffic"
+  "${CB[@]}" traffic "${COMMON[@]}" --jobs "$TRAFFIC_JOBS" --destinations "$TRAFFIC_DESTINATIONS" \
+    --waiting "$TRAFFIC_WAITING" --reps "$REPS"
+  say "traffic end"
 fi
 
 say "done"

@@ -6,12 +6,12 @@ import Postgres
 
 extension Jobctl {
     static func destinations(_ command: ParsedCommand, io: ControlIO) throws {
-        let rows = try withDatabase(command, io: io) { try DestinationsTable.all(on: $0) }
+        let rows = try withDatabase(command, io: io) { try DestinationsTable.overview(on: $0) }
         if command.flag("json") {
             try io.printJSON(rows)
             return
         }
-        io.print(rows.isEmpty ? "no destination policies: every destination follows the defaults" : policyTable(rows))
+        io.print(rows.isEmpty ? "no destination policies, breakers or recent traffic" : overviewTable(rows))
     }
 
     static func destinationSet(_ command: ParsedCommand, io: ControlIO) throws {
@@ -22,6 +22,12 @@ extension Jobctl {
             }
             changes.signingSecret = name
         }
+        let traffic = try TrafficPolicyInput.read(command)
+        changes.maxInFlight = traffic.maxInFlight
+        changes.ratePerSecond = traffic.ratePerSecond
+        changes.burst = traffic.burst
+        changes.slowStartMilliseconds = traffic.slowStartMilliseconds
+        changes.retryBudgetPercent = traffic.retryBudgetPercent
         let stored = try withDatabase(command, io: io) { try DestinationsTable.merge(changes, on: $0) }
         if command.flag("json") {
             try io.printJSON(stored)
@@ -43,6 +49,29 @@ extension Jobctl {
         }
     }
 
+    static func destinationPause(_ command: ParsedCommand, io: ControlIO, paused: Bool) throws {
+        let destination = try destinationArgument(command)
+        let stored = try withDatabase(command, io: io) { try DestinationsTable.setPaused(destination: destination, paused, on: $0) }
+        if command.flag("json") {
+            try io.printJSON(stored)
+        } else {
+            io.print(paused ? "\(stored.destination): paused; its waiting jobs wait, running ones finish"
+                            : "\(stored.destination): resumed")
+        }
+    }
+
+    static func queuePause(_ command: ParsedCommand, io: ControlIO, paused: Bool) throws {
+        guard let queue = command.positionals("queue").first, QueueSettingsTable.isValidQueueName(queue) else {
+            throw ControlError.badInput("error: QUEUE: must be \(QueueName.rule)")
+        }
+        let before = try withDatabase(command, io: io) { try QueueSettingsTable.setPaused(queue: queue, paused, on: $0) }
+        if command.flag("json") {
+            try io.printJSON(["queue": queue, "paused": paused ? "true" : "false", "was_paused": before ? "true" : "false"])
+        } else {
+            io.print(paused ? "\(queue): paused; no job of it starts, running ones finish" : "\(queue): resumed")
+        }
+    }
+
     /// DESTINATION as given; `courier.destination_set` and `destination_reset` normalise it.
     private static func destinationArgument(_ command: ParsedCommand) throws -> String {
         guard let destination = command.positionals("destination").first else {
@@ -56,10 +85,71 @@ extension Jobctl {
     }
 
     private static func policyTable(_ rows: [DestinationsTable.Policy]) -> String {
-        var table = TextTable(["DESTINATION", "SIGNING_SECRET", "UPDATED"])
+        var table = TextTable(["DESTINATION", "MAX", "RATE", "BURST", "SLOW_START", "RETRY_BUDGET", "PAUSED", "SIGNING_SECRET", "UPDATED"])
         for row in rows {
-            table.add([row.destination, row.signingSecret ?? "-", row.updatedAt.map(Timestamp.format) ?? "-"])
+            table.add([row.destination] + limitCells(row) + [row.signingSecret ?? "-", row.updatedAt.map(Timestamp.format) ?? "-"])
         }
         return table.render()
+    }
+
+    private static func overviewTable(_ rows: [DestinationsTable.Overview]) -> String {
+        var table = TextTable(["DESTINATION", "MAX", "RATE", "BURST", "SLOW_START", "RETRY_BUDGET", "PAUSED", "IN_FLIGHT", "WAITING",
+                               "RECENT/S", "BREAKER", "SIGNING_SECRET"])
+        for row in rows {
+            table.add([row.policy.destination] + limitCells(row.policy)
+                      + [String(row.inFlight), String(row.waiting), String(format: "%.1f", row.recentPerSecond), row.breakerState,
+                         row.policy.signingSecret ?? "-"])
+        }
+        return table.render()
+    }
+
+    private static func limitCells(_ p: DestinationsTable.Policy) -> [String] {
+        [p.maxInFlight.map(String.init) ?? "-", p.ratePerSecond.map { TrafficPolicyInput.formatRate($0) } ?? "-",
+         p.burst.map(String.init) ?? "-", p.slowStartMilliseconds.map { DurationParser.format(.milliseconds($0)) } ?? "-",
+         p.retryBudgetPercent.map { TrafficPolicyInput.formatNumber($0) + "%" } ?? "-", p.paused ? "yes" : "no"]
+    }
+}
+
+/// The traffic flags of `jobctl destination set`, read and checked: a bad value is a usage
+/// error naming the flag (exit 2), before the database is asked. The ranges are the ones
+/// `courier.destination_set` checks too.
+struct TrafficPolicyInput: Equatable {
+    var maxInFlight: Int?
+    var ratePerSecond: Double?
+    var burst: Int?
+    var slowStartMilliseconds: Int64?
+    var retryBudgetPercent: Double?
+
+    static let maxInFlightRange = 1...100_000
+    static let burstRange = 1...1_000_000
+    static let maxRatePerSecond = 1_000_000.0
+
+    static func read(_ command: ParsedCommand) throws -> TrafficPolicyInput {
+        var input = TrafficPolicyInput()
+        input.maxInFlight = try command.int("max-in-flight", range: maxInFlightRange)
+        if let rate = try command.rate("rate") {
+            guard rate.perSecond <= maxRatePerSecond else {
+                throw ControlError.badInput("error: --rate: at most \(Int(maxRatePerSecond))/s, got '\(command.value("rate") ?? "")'")
+            }
+            input.ratePerSecond = rate.perSecond
+        }
+        input.burst = try command.int("burst", range: burstRange)
+        input.slowStartMilliseconds = try command.duration("slow-start", minimum: .zero, maximum: .seconds(86_400))
+            .map { Int64($0.milliseconds) }
+        if let text = command.value("retry-budget") {
+            let number = text.hasSuffix("%") ? String(text.dropLast()) : text
+            guard let percent = Double(number), percent.isFinite, (0...100).contains(percent) else {
+                throw ControlError.badInput("error: --retry-budget: expected a percentage from 0 to 100 (20 or 20%), got '\(text)'")
+            }
+            input.retryBudgetPercent = percent
+        }
+        return input
+    }
+
+    /// `50/s`, or `0.5/s` for fractions.
+    static func formatRate(_ perSecond: Double) -> String { formatNumber(perSecond) + "/s" }
+
+    static func formatNumber(_ value: Double) -> String {
+        value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(value)
     }
 }

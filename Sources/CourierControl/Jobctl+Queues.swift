@@ -67,11 +67,11 @@ extension Jobctl {
     }
 
     private static func settingsTable(_ rows: [QueueSettingsTable.Settings]) -> String {
-        var table = TextTable(["QUEUE", "BACKOFF", "BASE", "CAP", "MULTIPLIER", "JITTER", "RETRY_AFTER_CAP"])
+        var table = TextTable(["QUEUE", "BACKOFF", "BASE", "CAP", "MULTIPLIER", "JITTER", "RETRY_AFTER_CAP", "PAUSED"])
         for row in rows {
             table.add([row.queue, row.backoff ?? "-", row.backoffBaseMilliseconds.map(format) ?? "-",
                        row.backoffCapMilliseconds.map(format) ?? "-", row.backoffMultiplier.map { String($0) } ?? "-",
-                       row.jitter ?? "-", row.retryAfterCapMilliseconds.map(format) ?? "-"])
+                       row.jitter ?? "-", row.retryAfterCapMilliseconds.map(format) ?? "-", row.paused ? "yes" : "no"])
         }
         return table.render()
     }
@@ -85,7 +85,7 @@ struct QueueSettingsView: Encodable {
     enum CodingKeys: String, CodingKey {
         case queue, backoff, jitter
         case backoffBaseMilliseconds = "backoff_base_ms", backoffCapMilliseconds = "backoff_cap_ms"
-        case backoffMultiplier = "backoff_multiplier", retryAfterCapMilliseconds = "retry_after_cap_ms"
+        case backoffMultiplier = "backoff_multiplier", retryAfterCapMilliseconds = "retry_after_cap_ms", paused
     }
 
     func encode(to encoder: any Encoder) throws {
@@ -97,5 +97,6 @@ struct QueueSettingsView: Encodable {
         try container.encode(settings.backoffMultiplier, forKey: .backoffMultiplier)
         try container.encode(settings.jitter, forKey: .jitter)
         try container.encode(settings.retryAfterCapMilliseconds, forKey: .retryAfterCapMilliseconds)
+        try container.encode(settings.paused, forKey: .paused)
     }
 }

@@ -16,11 +16,13 @@ extension Jobctl {
         var workers: Int
         /// Schedules: `total`, `paused`, `failing` (cannot run; see `jobctl schedules`).
         var schedules: [String: Int]
+        /// Paused queues and destinations (`jobctl queue|destination pause`): `queues`, `destinations`.
+        var paused: [String: [String]] = [:]
 
         enum CodingKeys: String, CodingKey {
             case queues, throughputPerMinute = "succeeded_last_minute", lastHour = "queues_last_hour"
             case lastDay = "queues_last_day", destinationsLastHour = "destinations_last_hour"
-            case deadLetters = "dead_letters", breakers, workers, schedules
+            case deadLetters = "dead_letters", breakers, workers, schedules, paused
         }
     }
 
@@ -34,7 +36,9 @@ extension Jobctl {
             deadLetters: try StatsQueries.deadLetterCounts(on: connection),
             breakers: try StatsQueries.breakerStates(on: connection),
             workers: try WorkersTable.live(on: connection).count,
-            schedules: try SchedulesTable.counts(on: connection).dictionary)
+            schedules: try SchedulesTable.counts(on: connection).dictionary,
+            paused: ["queues": try QueueSettingsTable.paused(on: connection),
+                     "destinations": try DestinationsTable.paused(on: connection)])
     }
 
     static func stats(_ command: ParsedCommand, io: ControlIO) throws {
@@ -102,6 +106,9 @@ extension Jobctl {
         let breakers = view.breakers.keys.sorted().map { "\($0)=\(view.breakers[$0]!)" }.joined(separator: " ")
         lines.append("breakers: \(breakers.isEmpty ? "none" : breakers)")
         lines.append("live workers: \(view.workers)")
+        let pausedQueues = view.paused["queues"] ?? [], pausedDestinations = view.paused["destinations"] ?? []
+        lines.append("paused: queues \(pausedQueues.isEmpty ? "none" : pausedQueues.joined(separator: ",")); "
+                     + "destinations \(pausedDestinations.isEmpty ? "none" : pausedDestinations.joined(separator: ","))")
         let schedules = view.schedules
         lines.append("schedules: \(schedules["total"] ?? 0) (paused \(schedules["paused"] ?? 0), failing \(schedules["failing"] ?? 0))")
         return lines

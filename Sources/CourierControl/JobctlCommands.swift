@@ -377,7 +377,7 @@ public enum JobctlCommands {
 
     static let queue = CommandSpec(
         name: "queue",
-        abstract: "Set or clear a queue's retry settings for the whole fleet.",
+        abstract: "Set or clear a queue's retry settings, or pause and resume it, for the whole fleet.",
         subcommands: [
             CommandSpec(
                 name: "set",
@@ -407,54 +407,10 @@ public enum JobctlCommands {
                 name: "reset",
                 abstract: "Clear a queue's settings: its jobs follow each worker's flags again; exit 3 when it had none.",
                 arguments: [queueName, json]),
-        ]
+        ] + queuePauseCommands
     )
 
-    // MARK: destinations
-
-    static let destinations = CommandSpec(
-        name: "destinations",
-        abstract: "Show the policy set per destination for the whole fleet.",
-        discussion: """
-            Each row holds one destination's policy: today its default signing \
-            secret NAME, used for its jobs that name none ('-' means none). Workers \
-            read it when they claim a job, so a change applies from the next claim.
-            """,
-        arguments: [json]
-    )
-
-    static let destinationCommand = CommandSpec(
-        name: "destination",
-        abstract: "Set or clear a destination's policy for the whole fleet.",
-        discussion: """
-            DESTINATION is normalised as enqueue derives destinations: a URL \
-            becomes scheme://host:port (https://API.example.com/hooks is \
-            https://api.example.com:443); any other label is kept as written.
-            """,
-        subcommands: [
-            CommandSpec(
-                name: "set",
-                abstract: "Set some of a destination's policy; what is not given stays as it is.",
-                discussion: """
-                    --signing-secret NAME signs the destination's jobs that have no \
-                    signing secret of their own with the secret NAME (read by each \
-                    worker from COURIER_SECRET_NAME or its --secrets-dir). A job's own \
-                    --signing-secret wins.
-                    """,
-                arguments: [
-                    destination,
-                    .option("signing-secret", value: "NAME",
-                            help: "The default signing secret NAME of the destination's jobs."),
-                    json,
-                ],
-                examples: ["jobctl destination set https://partner.example.com \\\n    --signing-secret PARTNER_WEBHOOKS"],
-                constraints: [.atLeastOne(of: ["signing-secret"])]),
-            CommandSpec(
-                name: "reset",
-                abstract: "Clear a destination's policy; exit 3 when it had none.",
-                arguments: [destination, json]),
-        ]
-    )
+    // MARK: destinations (specs in JobctlCommands+Traffic.swift)
 
     static let workers = CommandSpec(
         name: "workers",

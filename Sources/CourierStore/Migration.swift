@@ -25,6 +25,7 @@ extension Migration {
         Migration(version: 9, name: "0009_schedules.sql", bytes: PackageResources._009_schedules_sql),
         Migration(version: 10, name: "0010_security_hardening.sql", bytes: PackageResources._010_security_hardening_sql),
         Migration(version: 13, name: "0013_probe_lease_and_retry_after.sql", bytes: PackageResources._013_probe_lease_and_retry_after_sql),
+        Migration(version: 14, name: "0014_destination_traffic.sql", bytes: PackageResources._014_destination_traffic_sql),
         Migration(version: 15, name: "0015_retry_defaults_and_enqueuer_destinations.sql",
                   bytes: PackageResources._015_retry_defaults_and_enqueuer_destinations_sql),
         Migration(version: 16, name: "0016_dashboard_indexes.sql", bytes: PackageResources._016_dashboard_indexes_sql),

@@ -13,6 +13,8 @@ public enum QueueSettingsTable {
         public var backoffMultiplier: Double?
         public var jitter: String?
         public var retryAfterCapMilliseconds: Int64?
+        /// Whether the queue is paused (`jobctl queue pause`); set only through ``setPaused(queue:_:on:)``.
+        public var paused = false
         public init(queue: String, backoff: String? = nil, backoffBaseMilliseconds: Int64? = nil,
                     backoffCapMilliseconds: Int64? = nil, backoffMultiplier: Double? = nil, jitter: String? = nil,
                     retryAfterCapMilliseconds: Int64? = nil) {
@@ -29,7 +31,7 @@ public enum QueueSettingsTable {
     /// Every queue's row, by queue name.
     public static func all(on connection: PostgresConnection) throws -> [Settings] {
         try connection.query("""
-            select queue, backoff, backoff_base_ms, backoff_cap_ms, backoff_multiplier, jitter, retry_after_cap_ms
+            select queue, backoff, backoff_base_ms, backoff_cap_ms, backoff_multiplier, jitter, retry_after_cap_ms, paused
             from courier.queue_settings order by queue
             """).rows.map(settings)
     }
@@ -64,7 +66,7 @@ public enum QueueSettingsTable {
                 jitter = coalesce(excluded.jitter, queue_settings.jitter),
                 retry_after_cap_ms = coalesce(excluded.retry_after_cap_ms, queue_settings.retry_after_cap_ms),
                 updated_at = now()
-            returning queue, backoff, backoff_base_ms, backoff_cap_ms, backoff_multiplier, jitter, retry_after_cap_ms
+            returning queue, backoff, backoff_base_ms, backoff_cap_ms, backoff_multiplier, jitter, retry_after_cap_ms, paused
             """).rows
         guard let row = rows.first else { throw PostgresError(kind: .protocolViolation, message: "queue_settings upsert returned no row") }
         return try settings(row)
@@ -85,5 +87,30 @@ public enum QueueSettingsTable {
                  backoffCapMilliseconds: try row.decode(3, as: Int64?.self),
                  backoffMultiplier: try row.decode(4, as: Double?.self), jitter: try row.decode(5, as: String?.self),
                  retryAfterCapMilliseconds: try row.decode(6, as: Int64?.self))
+            .withPaused(try row.decode(7, as: Bool.self))
+    }
+}
+
+extension QueueSettingsTable {
+    /// Pauses or resumes `queue` for the whole fleet (`courier.queue_pause`): claims of a
+    /// paused queue take nothing, running jobs finish, waiting ones use no attempts.
+    /// Returns whether it was paused before.
+    @discardableResult
+    public static func setPaused(queue: String, _ paused: Bool, on connection: PostgresConnection) throws -> Bool {
+        try connection.query("select courier.queue_pause(\(queue), \(paused))").rows[0].decode(0, as: Bool.self)
+    }
+
+    /// The queues paused right now, by name.
+    public static func paused(on connection: PostgresConnection) throws -> [String] {
+        try connection.query("select queue from courier.queue_settings where paused order by queue")
+            .rows.map { try $0.decode(0, as: String.self) }
+    }
+}
+
+extension QueueSettingsTable.Settings {
+    func withPaused(_ paused: Bool) -> Self {
+        var copy = self
+        copy.paused = paused
+        return copy
     }
 }

@@ -43,6 +43,8 @@ public final class Worker: @unchecked Sendable {
     var breakerReporter: BreakerReporter!
     var statsFlusher: StatsFlusher!
     var settings: SettingsRefresher!
+    /// The fleet's destination traffic policies, read by the traffic keeper.
+    let traffic = TrafficState()
     var prober: Prober!
     var scheduler: Scheduler?
     var claimer: Claimer!
@@ -353,9 +355,16 @@ public final class Worker: @unchecked Sendable {
         bundle.wakeThread = { bundleThread.wake() }
         breakerReporter.wake = { [unowned self, unowned bundle] in bundle.wake(breakerReporter) }
 
+        // The traffic keeper moves jobs in and out of held and gated states in bounded
+        // batches, sometimes many in a row: on its own thread and connection, so a long
+        // release never delays the breaker report or the scheduler.
+        gate = StopGate()
+        let keeper = TrafficKeeper(session: session(gate), state: traffic, logger: logger)
+        _ = thread(for: keeper, gate: gate)
+
         gate = StopGate()
         claimer = Claimer(configuration: .init(configuration, worker: id), session: session(gate, responseTimeout: claimTimeout), intake: self,
-                          completer: completer, settings: settings, logger: logger, metrics: metrics)
+                          completer: completer, settings: settings, logger: logger, metrics: metrics, traffic: traffic)
         _ = thread(for: claimer, gate: gate, needsSchema: false)
         claimer.onSchemaReady = { [unowned self] in startOrder.forEach { $0.wake() } }
         completer.requeued = { [unowned self] in claimerThread.wake() }

@@ -31,6 +31,7 @@ public final class WorkerEndpoint: Sendable {
                                            servedQueues: worker.configuration.queues)
         let server = HTTPServer(address: address, limits: limits, router: router(state: { worker.metricsState }, page: {
             PrometheusText.workerPage(metrics: worker.metrics.snapshot(), state: worker.metricsState, sampling: sampler.status)
+                + PrometheusText.trafficPage(worker.traffic.destinations)
         }))
         try server.start()
         sampler.start()

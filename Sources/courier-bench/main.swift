@@ -14,11 +14,13 @@ import Foundation
 //   courier-bench soak     [common] --minutes 30 --rate 5000 --workers 2 --concurrency 256 --retention 1m --sample 60
 //                          steady enqueue + drain; per-sample throughput, claim lag, sizes, dead tuples, autovacuum runs
 //   (drain also takes --hold-snapshot: a repeatable-read transaction held open across every drain)
+//   courier-bench traffic  [common] --jobs 50000 --destinations 100 --waiting 10000 --reps 3
+//                          (claim cost with capped destinations' backlogs against no policies, same run)
 //   courier-bench script                                    print the generated pgbench script
 // common: --db NAME --bin-dir DIR --work-dir DIR --out FILE --pg-data DIR (PG* variables select the cluster)
 
 func runBench(_ arguments: [String]) throws {
-    guard let command = arguments.first else { throw BenchError("usage: courier-bench setup|enqueue|drain|pgbench|latency|memory|script [options]") }
+    guard let command = arguments.first else { throw BenchError("usage: courier-bench setup|enqueue|drain|pgbench|latency|memory|traffic|script [options]") }
     let rest = arguments.dropFirst()
     let common = BenchContext.commonOptions
     switch command {
@@ -66,6 +68,12 @@ func runBench(_ arguments: [String]) throws {
         let options = try BenchOptions(rest, known: common + ["jobs", "interval-ms", "reps"])
         let bench = LatencyBench(context: try BenchContext(options), jobs: try options.int("jobs", default: 500),
                                  intervalMilliseconds: try options.int("interval-ms", default: 20))
+        for rep in 1...max(1, try options.int("reps", default: 3)) { try bench.run(rep: rep) }
+    case "traffic":
+        let options = try BenchOptions(rest, known: common + ["jobs", "destinations", "waiting", "reps"])
+        let bench = TrafficBench(context: try BenchContext(options), jobs: try options.int("jobs", default: 50_000),
+                                 destinations: try options.int("destinations", default: 100),
+                                 waiting: try options.int("waiting", default: 10_000))
         for rep in 1...max(1, try options.int("reps", default: 3)) { try bench.run(rep: rep) }
     case "memory":
         let options = try BenchOptions(rest, known: common + ["concurrency", "delay"])

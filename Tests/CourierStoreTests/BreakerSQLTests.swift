@@ -75,6 +75,13 @@ import Testing
         var p = policy
         p.cooldownMilliseconds = cooldownMilliseconds
         #expect(try report(db, failures: 5, policy: p) == "open")
+        // Holding is the traffic keeper's, in bounded batches off the report path.
+        try keep(db)
+    }
+
+    /// Runs the traffic keeper's bounded passes until nothing is left to hold or release.
+    static func keep(_ db: PostgresConnection) throws {
+        while try JobsTable.trafficMaintain(batch: 1000, on: db) >= 1000 {}
     }
 
     /// The cooldown elapses: moves open_until into the past. (Held jobs keep their run_at.)
@@ -259,6 +266,7 @@ import Testing
             }
             // Closing releases them all, keeping their run_at.
             try BreakersTable.force(destination: Self.destination, action: .close, on: db)
+            try Self.keep(db)
             #expect(try db.query("select count(*)::bigint from courier.jobs where held_since is not null").rows[0].decode(0, as: Int.self) == 0)
         }
     }
@@ -406,6 +414,7 @@ import Testing
             #expect(probe.id == ids[0] && probe.attempt == 1)
             #expect(try BreakersTable.probeResult(destination: Self.destination, generation: generation, succeeded: true,
                                                   worker: "w", policy: Self.policy, jitter: 1, on: db) == "closed")
+            try Self.keep(db)
             let row = try #require(try Self.row(db))
             #expect(row.state == "closed" && row.consecutiveFailures == 0 && row.cooldownMilliseconds == 0)
 

@@ -5,7 +5,7 @@ import Foundation
 import Postgres
 import Testing
 
-/// The connection budget deploy/README.md promises: a worker holds five database
+/// The connection budget deploy/README.md promises: a worker holds six database
 /// connections (claimer, completer, heartbeater, listener, and one shared by the
 /// housekeeping services), whatever its concurrency.
 @Suite struct WorkerConnectionBudgetTests {
@@ -23,13 +23,13 @@ import Testing
                 try h.db.query("select count(*)::int from pg_stat_activity where application_name = \(application)")
                     .rows[0].decode(0, as: Int.self)
             }
-            let settled = try await h.eventually { try backends() == 5 }
+            let settled = try await h.eventually { try backends() == 6 }
             let seen = try backends()
             #expect(settled, "backends: \(seen)")
-            // Still five after more work (no service opens a connection of its own later).
+            // Still six after more work (no service opens a connection of its own later).
             let second = try h.enqueue("/ok")
             _ = try await h.waitFor(second, .succeeded)
-            #expect(try backends() == 5)
+            #expect(try backends() == 6)
         }
     }
 }

@@ -9,6 +9,12 @@ import Postgres
 public protocol WorkerStore {
     // Jobs: leasing, renewal, results.
     func jobsClaim(queue: String, limit: Int, worker: UUID, leaseMilliseconds: Int) throws -> [ClaimedJob]
+    /// Claims jobs of destinations with a traffic policy, within their limits (see `JobsTable.claimGated`).
+    func jobsClaimGated(queue: String, limit: Int, worker: UUID, leaseMilliseconds: Int) throws -> [ClaimedJob]
+    /// One bounded pass moving jobs between the runnable, gated and held states; -1 when another worker's ran.
+    func trafficMaintain(batch: Int) throws -> Int
+    /// The gated destinations' policies and fleet-wide counters.
+    func destinationsTraffic() throws -> [DestinationsTable.Traffic]
     func jobClaimProbe(destination: String, generation: Int64, queues: [String], worker: UUID,
                        leaseMilliseconds: Int) throws -> ClaimedJob?
     /// Renews the leases this worker holds; returns the ids an operator asked to cancel.
@@ -87,6 +93,11 @@ public struct PostgresWorkerStore: WorkerStore {
     public func jobsClaim(queue: String, limit: Int, worker: UUID, leaseMilliseconds: Int) throws -> [ClaimedJob] {
         try JobsTable.claim(queue: queue, limit: limit, worker: worker, leaseMilliseconds: leaseMilliseconds, on: connection)
     }
+    public func jobsClaimGated(queue: String, limit: Int, worker: UUID, leaseMilliseconds: Int) throws -> [ClaimedJob] {
+        try JobsTable.claimGated(queue: queue, limit: limit, worker: worker, leaseMilliseconds: leaseMilliseconds, on: connection)
+    }
+    public func trafficMaintain(batch: Int) throws -> Int { try JobsTable.trafficMaintain(batch: batch, on: connection) }
+    public func destinationsTraffic() throws -> [DestinationsTable.Traffic] { try DestinationsTable.traffic(on: connection) }
     public func jobClaimProbe(destination: String, generation: Int64, queues: [String], worker: UUID,
                               leaseMilliseconds: Int) throws -> ClaimedJob? {
         try JobsTable.claimProbe(destination: destination, generation: generation, queues: queues, worker: worker,

@@ -54,6 +54,8 @@ final class Claimer: WorkerService, @unchecked Sendable {
     private let settings: SettingsRefresher
     private let logger: Logger
     private let metrics: WorkerMetrics
+    /// The fleet's traffic policies: whether to run the gated claim, and how soon to look again.
+    private let traffic: TrafficState
     private var nextQueue = 0
     private var schemaReady = false
     private var reportedMissing = false
@@ -68,7 +70,8 @@ final class Claimer: WorkerService, @unchecked Sendable {
     var onSchemaReady: (@Sendable () -> Void)?
 
     init(configuration: Configuration, session: StoreSession, intake: any JobIntake, completer: Completer,
-         settings: SettingsRefresher, logger: Logger, metrics: WorkerMetrics) {
+         settings: SettingsRefresher, logger: Logger, metrics: WorkerMetrics, traffic: TrafficState = TrafficState()) {
+        self.traffic = traffic
         self.configuration = configuration
         self.session = session
         self.intake = intake
@@ -111,8 +114,14 @@ final class Claimer: WorkerService, @unchecked Sendable {
         for _ in 0..<queues.count {
             let queue = queues[nextQueue % queues.count]
             nextQueue += 1
-            let want = min(intake.freeSlots, configuration.claimBatch)
+            var want = min(intake.freeSlots, configuration.claimBatch)
             guard want > 0 else { break }
+            // Destinations with a traffic policy first, within their limits; the rest of the batch from the plain claim.
+            if traffic.isActive {
+                guard let gated = claimGated(queue: queue, limit: want, now: now) else { break }
+                want -= gated
+                if want == 0 { return .zero }
+            }
             let result = session.run { store in
                 try store.jobsClaim(queue: queue, limit: want, worker: self.configuration.worker,
                                     leaseMilliseconds: self.configuration.leaseMilliseconds)
@@ -130,6 +139,21 @@ final class Claimer: WorkerService, @unchecked Sendable {
     }
 
     func finish() { session.close() }
+
+    /// Claims gated jobs of `queue` and hands them over; returns how many, nil when the claim failed.
+    /// `now` is taken before the claim is sent: the leases are trusted from then (see ``LeaseFence``).
+    private func claimGated(queue: String, limit: Int, now: ContinuousClock.Instant) -> Int? {
+        let result = session.run { store in
+            try store.jobsClaimGated(queue: queue, limit: limit, worker: self.configuration.worker,
+                                     leaseMilliseconds: self.configuration.leaseMilliseconds)
+        }
+        guard case .success(let jobs) = result else { return nil }
+        if !jobs.isEmpty {
+            metrics.recordClaim(batch: jobs.count)
+            intake.accept(jobs, probeGeneration: nil, provenAt: now)
+        }
+        return jobs.count
+    }
 
     /// A worker rolled out before `jobctl migrate` ran would fail on every statement
     /// that needs the new schema; instead it claims nothing, says once what is
@@ -155,6 +179,12 @@ final class Claimer: WorkerService, @unchecked Sendable {
 
     /// The poll interval, or less when a retry this worker scheduled falls due sooner.
     private func nextWait(now: ContinuousClock.Instant) -> Duration {
+        // Gated jobs may be waiting for a slot or a token: look again soon.
+        if let recheck = traffic.claimRecheck { return min(recheck, retryWait(now: now)) }
+        return retryWait(now: now)
+    }
+
+    private func retryWait(now: ContinuousClock.Instant) -> Duration {
         lock.withLock {
             guard let due = nextRetryDue else { return configuration.pollInterval }
             if due <= now {

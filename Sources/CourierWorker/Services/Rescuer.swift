@@ -2,9 +2,8 @@ import CourierCore
 import CourierStore
 import Foundation
 
-/// Takes back jobs whose lease expired (their worker died or was cut off) and
-/// releases holds whose breaker closed behind a worker's back. Any worker may do
-/// it; the statements are safe to run from many at once.
+/// Takes back jobs whose lease expired (their worker died or was cut off). Any worker
+/// may do it; the statements are safe to run from many at once.
 final class Rescuer: WorkerService, @unchecked Sendable {
     struct Configuration: Sendable {
         /// How often: a quarter of the lease, between 1 s and 15 s.
@@ -31,10 +30,8 @@ final class Rescuer: WorkerService, @unchecked Sendable {
 
     func runOnce(now: ContinuousClock.Instant) -> Duration {
         if let lastRun, now - lastRun < configuration.interval { return configuration.interval - (now - lastRun) }
-        let result = session.run { store -> JobsTable.RescueResult in
-            _ = try store.jobsReleaseStaleHolds()
-            return try store.jobsRescueExpired()
-        }
+        // Held jobs whose breaker closed are released by the traffic keeper, in bounded batches.
+        let result = session.run { store -> JobsTable.RescueResult in try store.jobsRescueExpired() }
         guard case .success(let rescued) = result else { return .seconds(1) }
         lastRun = now
         if rescued.requeued + rescued.deadLettered > 0 {

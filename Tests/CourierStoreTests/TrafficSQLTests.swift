@@ -1,0 +1,261 @@
+import CourierStore
+import CourierTestSupport
+import Foundation
+import Postgres
+import Testing
+
+/// Destination traffic control in SQL (migration 0014): the gated claim's cap, token bucket,
+/// retry budget and pause; the plain claim leaving gated jobs alone; the keeper's bounded
+/// holding, releasing, gating and ungating.
+@Suite struct TrafficSQLTests {
+    let lease = 30_000
+
+    func enqueue(_ db: PostgresConnection, _ n: Int, url: String, priority: Int = 0, queue: String = "default") throws {
+        var requests: [EnqueueRequest] = []
+        for _ in 0..<n {
+            var r = EnqueueRequest(url: url)
+            r.priority = priority
+            r.queue = queue
+            requests.append(r)
+        }
+        _ = try JobsTable.enqueueMany(requests, on: db)
+    }
+
+    func count(_ db: PostgresConnection, _ sql: PostgresQuery) throws -> Int {
+        try db.query(sql).rows[0].decode(0, as: Int.self)
+    }
+
+    /// Runs the keeper until nothing is left to move.
+    func keep(_ db: PostgresConnection, batch: Int = 2000) throws {
+        while try JobsTable.trafficMaintain(batch: batch, on: db) >= batch {}
+    }
+
+    @Test func theGatedClaimNeverExceedsTheCapAcrossRacingClaimers() throws {
+        try CourierTestDatabase.with { (database, db) throws in
+            try enqueue(db, 300, url: "http://capped.test/x")
+            _ = try DestinationsTable.merge(.init(destination: "http://capped.test", maxInFlight: 7, slowStartMilliseconds: 0), on: db)
+            try keep(db)
+            #expect(try count(db, "select count(*)::bigint from courier.jobs where gated") == 300)
+
+            let peak = Shared(0)
+            let claimed = Shared(0)
+            let failures = Shared<[String]>([])
+            let done = DispatchGroup()
+            for _ in 0..<6 {
+                done.enter()
+                let thread = Thread {
+                    defer { done.leave() }
+                    do {
+                        let conn = try PostgresConnection.connect(PostgresConfiguration(connectionString: database.url))
+                        defer { conn.close() }
+                        let worker = UUID()
+                        for _ in 0..<60 {
+                            let jobs = try JobsTable.claimGated(queue: "default", limit: 5, worker: worker, leaseMilliseconds: 30_000, on: conn)
+                            // A committed state: the count the next claimer sees.
+                            let running = try conn.query("""
+                                select count(*)::bigint from courier.jobs where state = 'running' and destination = 'http://capped.test:80'
+                                """).rows[0].decode(0, as: Int.self)
+                            peak.withLock { $0 = max($0, running) }
+                            claimed.withLock { $0 += jobs.count }
+                            if !jobs.isEmpty {
+                                try JobsTable.complete(jobs.map { .init(id: $0.id, attempt: $0.attempt, status: 200, durationMilliseconds: 1) },
+                                                       worker: worker, on: conn)
+                            }
+                        }
+                    } catch {
+                        failures.withLock { $0.append("\(error)") }
+                    }
+                }
+                thread.start()
+            }
+            done.wait()
+            #expect(failures.value.isEmpty, "\(failures.value)")
+            #expect(peak.value <= 7, "peak in flight \(peak.value) above the cap of 7")
+            #expect(claimed.value > 7, "claimers made progress (claimed \(claimed.value))")
+        }
+    }
+
+    @Test func theCapIsFilledAndSlowStartRampsFromOne() throws {
+        try CourierTestDatabase.with { (_, db) throws in
+            try enqueue(db, 50, url: "http://ramp.test/x")
+            _ = try DestinationsTable.merge(.init(destination: "http://ramp.test", maxInFlight: 10, slowStartMilliseconds: 0), on: db)
+            try keep(db)
+            let worker = UUID()
+            #expect(try JobsTable.claimGated(queue: "default", limit: 100, worker: worker, leaseMilliseconds: lease, on: db).count == 10)
+            #expect(try JobsTable.claimGated(queue: "default", limit: 100, worker: worker, leaseMilliseconds: lease, on: db).isEmpty)
+            let waits = try count(db, "select slot_waits from courier.destinations where destination = 'http://ramp.test:80'")
+            #expect(waits >= 1)
+
+            // A breaker that closes starts a ramp: 1 at first, up to the cap over the slow start.
+            try db.query("update courier.jobs set state = 'available', leased_by = null, lease_expires_at = null where state = 'running'")
+            _ = try DestinationsTable.merge(.init(destination: "http://ramp.test", slowStartMilliseconds: 60_000), on: db)
+            try db.query("select courier.breaker_release_jobs('http://ramp.test:80')")
+            #expect(try JobsTable.claimGated(queue: "default", limit: 100, worker: worker, leaseMilliseconds: lease, on: db).count == 1)
+            #expect(try JobsTable.claimGated(queue: "default", limit: 100, worker: worker, leaseMilliseconds: lease, on: db).isEmpty)
+            // Half way through the ramp: 1 + floor(9 * 0.5) = 5.
+            try db.query("update courier.destinations set ramp_started_at = now() - interval '30 seconds'")
+            #expect(try JobsTable.claimGated(queue: "default", limit: 100, worker: worker, leaseMilliseconds: lease, on: db).count == 4)
+        }
+    }
+
+    @Test func theTokenBucketAllowsBurstThenRate() throws {
+        try CourierTestDatabase.with { (_, db) throws in
+            try enqueue(db, 100, url: "http://rated.test/x")
+            _ = try DestinationsTable.merge(.init(destination: "http://rated.test", ratePerSecond: 10, burst: 3), on: db)
+            try keep(db)
+            let worker = UUID()
+            let started = ContinuousClock.now
+            #expect(try JobsTable.claimGated(queue: "default", limit: 100, worker: worker, leaseMilliseconds: lease, on: db).count == 3)
+            var total = 3
+            while ContinuousClock.now - started < .seconds(2) {
+                total += try JobsTable.claimGated(queue: "default", limit: 100, worker: worker, leaseMilliseconds: lease, on: db).count
+                Thread.sleep(forTimeInterval: 0.02)
+            }
+            let elapsed = Double((ContinuousClock.now - started).components.seconds) + Double((ContinuousClock.now - started).components.attoseconds) / 1e18
+            // At most burst + rate x elapsed; and the bucket kept refilling.
+            #expect(Double(total) <= 3 + 10 * elapsed + 1, "claimed \(total) in \(elapsed) s")
+            #expect(total >= 3 + 10, "claimed \(total) in \(elapsed) s")
+            #expect(try count(db, "select token_waits from courier.destinations") >= 1)
+        }
+    }
+
+    @Test func thePlainClaimLeavesGatedJobsAloneAndIsNotBlockedByThem() throws {
+        try CourierTestDatabase.with { (_, db) throws in
+            // A large, urgent backlog of a paused destination ahead of a healthy one.
+            try enqueue(db, 3000, url: "http://blocked.test/x", priority: -10)
+            try enqueue(db, 5, url: "http://healthy.test/x")
+            _ = try DestinationsTable.setPaused(destination: "http://blocked.test", true, on: db)
+            // Before the keeper ran: locked and skipped, never taken.
+            let early = try JobsTable.claim(queue: "default", limit: 100, worker: UUID(), leaseMilliseconds: lease, on: db)
+            #expect(early.allSatisfy { $0.destination == "http://healthy.test:80" })
+            try keep(db, batch: 1000)
+            #expect(try count(db, "select count(*)::bigint from courier.jobs where gated") == 3000)
+            try db.query("update courier.jobs set state = 'available', leased_by = null, lease_expires_at = null, attempt = 0")
+            let claimed = try JobsTable.claim(queue: "default", limit: 100, worker: UUID(), leaseMilliseconds: lease, on: db)
+            #expect(claimed.count == 5)
+            #expect(claimed.allSatisfy { $0.destination == "http://healthy.test:80" })
+            // Paused: the gated claim takes nothing and no attempt is used.
+            #expect(try JobsTable.claimGated(queue: "default", limit: 100, worker: UUID(), leaseMilliseconds: lease, on: db).isEmpty)
+            #expect(try count(db, "select count(*)::bigint from courier.jobs where attempt > 0 and destination = 'http://blocked.test:80'") == 0)
+            // Resumed (no other policy): ungated again, back in the plain claim.
+            _ = try DestinationsTable.setPaused(destination: "http://blocked.test", false, on: db)
+            try keep(db, batch: 1000)
+            #expect(try count(db, "select count(*)::bigint from courier.jobs where gated") == 0)
+            #expect(try JobsTable.claim(queue: "default", limit: 10, worker: UUID(), leaseMilliseconds: lease, on: db).count == 10)
+        }
+    }
+
+    @Test func gatedDestinationsAreServedInTurn() throws {
+        try CourierTestDatabase.with { (_, db) throws in
+            for name in ["a", "b", "c"] {
+                try enqueue(db, 20, url: "http://\(name).test/x")
+                _ = try DestinationsTable.merge(.init(destination: "http://\(name).test", maxInFlight: 100), on: db)
+            }
+            try keep(db)
+            let worker = UUID()
+            var served: [String: Int] = [:]
+            for _ in 0..<3 {
+                for job in try JobsTable.claimGated(queue: "default", limit: 1, worker: worker, leaseMilliseconds: lease, on: db) {
+                    served[job.destination, default: 0] += 1
+                }
+            }
+            #expect(served.count == 3, "each destination served once in three claims: \(served)")
+        }
+    }
+
+    @Test func theRetryBudgetDefersRetriesButNotFirstAttempts() throws {
+        try CourierTestDatabase.with { (_, db) throws in
+            try enqueue(db, 40, url: "http://budget.test/x")
+            // 20 of them are retries (an attempt behind them).
+            try db.query("update courier.jobs set attempt = 1 where id in (select id from courier.jobs order by id limit 20)")
+            _ = try DestinationsTable.merge(.init(destination: "http://budget.test", retryBudgetPercent: 10), on: db)
+            try keep(db)
+            let claimed = try JobsTable.claimGated(queue: "default", limit: 100, worker: UUID(), leaseMilliseconds: lease, on: db)
+            let retries = claimed.filter { $0.attempt > 1 }.count
+            #expect(claimed.count - retries == 20, "every first attempt runs")
+            #expect(retries == 3, "retries at most max(3, 10% of requests): \(retries)")
+            #expect(try count(db, "select retries_deferred from courier.destinations") >= 1)
+            #expect(try count(db, "select count(*)::bigint from courier.jobs where state = 'available' and attempt = 1") == 17,
+                    "deferred retries wait with their attempt count unchanged")
+        }
+    }
+
+    @Test func retryAfterAndAnOpenBreakerApplyOnTopOfTheLimits() throws {
+        try CourierTestDatabase.with { (_, db) throws in
+            try enqueue(db, 5, url: "http://limited.test/x")
+            _ = try DestinationsTable.merge(.init(destination: "http://limited.test", maxInFlight: 5), on: db)
+            try keep(db)
+            try BreakersTable.pause(destination: "http://limited.test:80", milliseconds: 60_000, on: db)
+            #expect(try JobsTable.claimGated(queue: "default", limit: 10, worker: UUID(), leaseMilliseconds: lease, on: db).isEmpty)
+            try db.query("update courier.breakers set not_before = null")
+            _ = try BreakersTable.force(destination: "http://limited.test:80", action: .open, on: db)
+            #expect(try JobsTable.claimGated(queue: "default", limit: 10, worker: UUID(), leaseMilliseconds: lease, on: db).isEmpty)
+            _ = try BreakersTable.force(destination: "http://limited.test:80", action: .close, on: db)
+            try keep(db)
+            #expect(try JobsTable.claimGated(queue: "default", limit: 10, worker: UUID(), leaseMilliseconds: lease, on: db).count == 1,
+                    "closing starts the slow start: one at first")
+        }
+    }
+
+    @Test func aPausedQueueYieldsNothingToEitherClaim() throws {
+        try CourierTestDatabase.with { (_, db) throws in
+            try enqueue(db, 3, url: "http://plain.test/x", queue: "q")
+            try enqueue(db, 3, url: "http://capped.test/x", queue: "q")
+            _ = try DestinationsTable.merge(.init(destination: "http://capped.test", maxInFlight: 5), on: db)
+            try keep(db)
+            #expect(try QueueSettingsTable.setPaused(queue: "q", true, on: db) == false)
+            #expect(try QueueSettingsTable.paused(on: db) == ["q"])
+            #expect(try JobsTable.claim(queue: "q", limit: 10, worker: UUID(), leaseMilliseconds: lease, on: db).isEmpty)
+            #expect(try JobsTable.claimGated(queue: "q", limit: 10, worker: UUID(), leaseMilliseconds: lease, on: db).isEmpty)
+            #expect(try QueueSettingsTable.setPaused(queue: "q", false, on: db) == true)
+            #expect(try JobsTable.claim(queue: "q", limit: 10, worker: UUID(), leaseMilliseconds: lease, on: db).count == 3)
+        }
+    }
+
+    @Test func breakerHoldsAndReleasesHappenInBoundedKeeperBatches() throws {
+        try CourierTestDatabase.with { (_, db) throws in
+            try enqueue(db, 2500, url: "http://outage.test/x")
+            _ = try BreakersTable.force(destination: "http://outage.test:80", action: .open, on: db)
+            // Opening holds nothing inline any more.
+            #expect(try count(db, "select count(*)::bigint from courier.jobs where held_since is not null") == 0)
+            #expect(try JobsTable.trafficMaintain(batch: 1000, on: db) == 1000)
+            #expect(try count(db, "select count(*)::bigint from courier.jobs where held_since is not null") == 1000)
+            try keep(db, batch: 1000)
+            #expect(try count(db, "select count(*)::bigint from courier.jobs where held_since is not null") == 2500)
+            #expect(try count(db, "select deferred_jobs from courier.breakers") == 2500)
+            _ = try BreakersTable.force(destination: "http://outage.test:80", action: .close, on: db)
+            #expect(try count(db, "select count(*)::bigint from courier.jobs where held_since is not null") == 2500)
+            #expect(try JobsTable.trafficMaintain(batch: 1000, on: db) == 1000)
+            try keep(db, batch: 1000)
+            #expect(try count(db, "select count(*)::bigint from courier.jobs where held_since is not null") == 0)
+        }
+    }
+
+    @Test func badPolicyValuesAreRefusedNamingTheField() throws {
+        try CourierTestDatabase.with { (_, db) throws in
+            for (policy, field) in [
+                (DestinationsTable.Policy(destination: "http://x.test", maxInFlight: 0), "max_in_flight"),
+                (DestinationsTable.Policy(destination: "http://x.test", ratePerSecond: -1), "rate"),
+                (DestinationsTable.Policy(destination: "http://x.test", burst: 0), "burst"),
+                (DestinationsTable.Policy(destination: "http://x.test", retryBudgetPercent: 101), "retry_budget_pct"),
+            ] {
+                #expect(throws: PostgresError.self) { _ = try DestinationsTable.merge(policy, on: db) }
+                do {
+                    _ = try DestinationsTable.merge(policy, on: db)
+                } catch let error as PostgresError {
+                    #expect(error.sqlState == "22023" && "\(error)".contains(field), "\(error)")
+                }
+            }
+            #expect(try DestinationsTable.all(on: db).isEmpty)
+        }
+    }
+}
+
+/// A value shared by test threads.
+final class Shared<Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: Value
+    init(_ value: Value) { stored = value }
+    var value: Value { lock.withLock { stored } }
+    func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T { try lock.withLock { try body(&stored) } }
+}
