@@ -155,6 +155,23 @@ extension Dashboard {
             do { duration = try DurationParser.parsePositive(text, field: "older_than") } catch { throw BadRequest(message: error.description) }
             let purged = try store.deadPurge(olderThanMilliseconds: Int64(duration.milliseconds))
             return ("purged \(purged) dead letters older than \(text)", AnyEncodable(["purged": purged]))
+        case "/api/queues/pause", "/api/queues/resume":
+            let paused = path.hasSuffix("/pause")
+            guard let queue = params.first("queue") else { throw BadRequest(message: "queue: required") }
+            guard QueueName.isValid(queue) else { throw BadRequest(message: "queue: must be \(QueueName.rule)") }
+            let before = try store.queuePause(queue: queue, paused: paused)
+            return ("\(paused ? "paused" : "resumed") queue \(queue) (was \(before ? "paused" : "running"))",
+                    AnyEncodable(["queue": queue, "paused": paused ? "true" : "false", "was_paused": before ? "true" : "false"]))
+        case "/api/destinations/pause", "/api/destinations/resume":
+            let paused = path.hasSuffix("/pause")
+            guard let destination = params.first("destination") else { throw BadRequest(message: "destination: required") }
+            let stored: DestinationsTable.Policy
+            do { stored = try store.destinationPause(destination: destination, paused: paused) } catch {
+                let failure = StoreError.from(error)
+                if case .badInput = failure.code { throw BadRequest(message: "destination: \(failure.message)") }
+                throw error
+            }
+            return ("\(paused ? "paused" : "resumed") destination \(stored.destination)", AnyEncodable(stored))
         default:
             if path.hasPrefix("/api/breakers/"), let action = BreakersTable.ForceAction(rawValue: String(path.dropFirst("/api/breakers/".count))) {
                 guard let destination = params.first("destination") else { throw BadRequest(message: "destination: required") }

@@ -13,7 +13,8 @@ extension Dashboard {
         let (title, body): (String, HTML)
         switch path {
         case "/": (title, body) = ("Overview", Pages.overview(try snapshot.get()))
-        case "/queues": (title, body) = ("Queues", Pages.queues(try store.queueLoads(), settings: try store.queueSettings()))
+        case "/queues": (title, body) = ("Queues", Pages.queues(try store.queueLoads(), settings: try store.queueSettings(),
+                                                                 csrf: csrf, readOnly: configuration.readOnly))
         case "/jobs":
             if let text = params.first("q"), let id = Cursor.jobs(text), try store.job(id: id) != nil { return Self.redirect("/jobs/\(id)") }
             let query = try jobsQuery(params)
@@ -30,7 +31,8 @@ extension Dashboard {
             (title, body) = ("Breakers", Pages.breakers(try store.breakers(), events: try store.breakerEvents(destination: nil),
                                                         csrf: csrf, readOnly: configuration.readOnly))
         case "/destinations":
-            (title, body) = ("Destinations", Pages.destinations(try store.destinations(), breakers: try store.breakers()))
+            (title, body) = ("Destinations", Pages.destinations(try store.destinations(), traffic: try store.destinationTraffic(),
+                                                                breakers: try store.breakers(), csrf: csrf, readOnly: configuration.readOnly))
         case "/workers": (title, body) = ("Workers", Pages.workers(try store.workers()))
         case "/schedules": (title, body) = ("Schedules", Pages.schedules(try store.schedules()))
         default:
@@ -145,7 +147,7 @@ enum Pages {
 
     // MARK: - Queues and destinations
 
-    static func queues(_ loads: [DashboardQueries.QueueLoad], settings: [QueueSettingsTable.Settings]) -> HTML {
+    static func queues(_ loads: [DashboardQueries.QueueLoad], settings: [QueueSettingsTable.Settings], csrf: String, readOnly: Bool) -> HTML {
         let byName = Dictionary(settings.map { ($0.queue, $0) }, uniquingKeysWith: { a, _ in a })
         let names = Set(loads.map(\.queue)).union(byName.keys).sorted()
         let loadByName = Dictionary(loads.map { ($0.queue, $0) }, uniquingKeysWith: { a, _ in a })
@@ -153,30 +155,52 @@ enum Pages {
             let load = loadByName[name]
             let s = byName[name]
             let backoff = s.map { [$0.backoff, $0.jitter].compactMap { $0 }.joined(separator: ", ") } ?? ""
+            let paused = s?.paused ?? false
+            let toggle = actionForm(paused ? "/api/queues/resume" : "/api/queues/pause", label: paused ? "Resume" : "Pause",
+                                    csrf: csrf, returnTo: "/queues", fields: hidden("queue", name), readOnly: readOnly,
+                                    id: (paused ? "resume-queue-" : "pause-queue-") + name)
             return """
-                <tr><td><a href="/jobs?queue=\(HTTPForm.percentEncode(name))">\(name)</a></td><td>\(load.map { count($0.available) } ?? "0")</td>\
-                <td>\(load?.running ?? 0)</td><td>\(backoff.isEmpty ? "worker defaults" : backoff)</td><td class="actions"></td></tr>
+                <tr><td><a href="/jobs?queue=\(HTTPForm.percentEncode(name))">\(name)</a></td><td>\(paused ? "paused" : "running")</td>\
+                <td>\(load.map { count($0.available) } ?? "0")</td>\
+                <td>\(load?.running ?? 0)</td><td>\(backoff.isEmpty ? "worker defaults" : backoff)</td><td class="actions">\(toggle)</td></tr>
                 """
         }
         return """
-            <h1>Queues</h1><table><thead><tr><th>Queue</th><th>Waiting</th><th>Running</th><th>Retry settings</th><th></th></tr></thead>\
+            <h1>Queues</h1><table><thead><tr><th>Queue</th><th>State</th><th>Waiting</th><th>Running</th><th>Retry settings</th><th></th></tr></thead>\
             <tbody>\(rows)</tbody></table>
             """
     }
 
-    static func destinations(_ policies: [DestinationsTable.Policy], breakers: [DashboardQueries.Breaker]) -> HTML {
+    static func destinations(_ policies: [DestinationsTable.Policy], traffic: [DestinationsTable.Traffic],
+                             breakers: [DashboardQueries.Breaker], csrf: String, readOnly: Bool) -> HTML {
         let policyByName = Dictionary(policies.map { ($0.destination, $0) }, uniquingKeysWith: { a, _ in a })
+        let trafficByName = Dictionary(traffic.map { ($0.destination, $0) }, uniquingKeysWith: { a, _ in a })
         let breakerByName = Dictionary(breakers.map { ($0.destination, $0) }, uniquingKeysWith: { a, _ in a })
         let names = Set(policyByName.keys).union(breakerByName.keys).sorted()
+        func number(_ value: Double) -> String { value == value.rounded() ? String(Int(value)) : String(format: "%.2f", value) }
         let rows: [HTML] = names.map { name in
             let breaker = breakerByName[name]
+            let policy = policyByName[name]
+            let paused = policy?.paused ?? false
+            let limits = [policy?.maxInFlight.map { "at most \($0) in flight" },
+                          policy?.ratePerSecond.map { "\(number($0))/s" + (policy?.burst.map { " (burst \($0))" } ?? "") },
+                          policy?.slowStartMilliseconds.map { "slow start \(DurationParser.format(.milliseconds($0)))" },
+                          policy?.retryBudgetPercent.map { "retries ≤ \(number($0))%" }].compactMap { $0 }.joined(separator: ", ")
+            let toggle = actionForm(paused ? "/api/destinations/resume" : "/api/destinations/pause", label: paused ? "Resume" : "Pause",
+                                    csrf: csrf, returnTo: "/destinations", fields: hidden("destination", name), readOnly: readOnly)
             return """
-                <tr><td><a href="/jobs?destination=\(HTTPForm.percentEncode(name))">\(name)</a></td><td>\(breaker?.state ?? "closed")</td>\
-                <td>\(breaker?.waiting.map(count) ?? "–")</td><td>\(policyByName[name]?.signingSecret ?? "–")</td><td class="actions"></td></tr>
+                <tr><td><a href="/jobs?destination=\(HTTPForm.percentEncode(name))">\(name)</a></td><td>\(paused ? "paused" : "running")</td>\
+                <td>\(limits.isEmpty ? "none" : limits)</td><td>\(trafficByName[name].map { String($0.inFlight) } ?? "–")</td>\
+                <td>\(breaker?.state ?? "closed")</td>\
+                <td>\(breaker?.waiting.map(count) ?? "–")</td><td>\(policy?.signingSecret ?? "–")</td><td class="actions">\(toggle)</td></tr>
                 """
         }
         return """
-            <h1>Destinations</h1><table><thead><tr><th>Destination</th><th>Breaker</th><th>Waiting</th><th>Signing secret (name)</th><th></th></tr></thead>\
+            <h1>Destinations</h1><p>In flight is counted for destinations with a limit or a pause; \
+            <code>jobctl destination set DEST --max-in-flight N --rate N/s</code> sets limits, and \
+            <code>jobctl destinations</code> shows recent rates and wait counters.</p>\
+            <table><thead><tr><th>Destination</th><th>State</th><th>Limits</th><th>In flight</th><th>Breaker</th><th>Waiting</th>\
+            <th>Signing secret (name)</th><th></th></tr></thead>\
             <tbody>\(rows)</tbody></table>
             """
     }

@@ -128,11 +128,15 @@ struct DashboardHTTPTests {
         defer { h.close() }
         let id = try h.enqueue()
         let bearer = ("Authorization", "Bearer \(Self.token)")
-        for path in ["/api/jobs/\(id)/cancel", "/api/jobs/\(id)/retry", "/api/dead/replay", "/api/dead/purge", "/api/breakers/open"] {
-            let answer = try h.client.post(path, form: [("destination", "http://example.com:80"), ("older_than", "1s")], headers: [bearer])
+        for path in ["/api/jobs/\(id)/cancel", "/api/jobs/\(id)/retry", "/api/dead/replay", "/api/dead/purge", "/api/breakers/open",
+                     "/api/queues/pause", "/api/destinations/pause"] {
+            let answer = try h.client.post(path, form: [("destination", "http://example.com:80"), ("older_than", "1s"), ("queue", "default")],
+                                           headers: [bearer])
             #expect(answer.status == 403, "\(path)")
         }
         #expect(try h.waiting(id))
+        #expect(try QueueSettingsTable.paused(on: h.db).isEmpty)
+        #expect(try DestinationsTable.paused(on: h.db).isEmpty)
         let page = try h.client.get("/jobs/\(id)", headers: [bearer])
         #expect(page.status == 200 && page.body.contains("read-only"))
     }
@@ -259,5 +263,47 @@ struct DashboardHTTPTests {
         let second = try #require(try JSONSerialization.jsonObject(with: Data(try h.client.get("/api/jobs?after=\(next)").body.utf8)) as? [String: Any])
         #expect((second["jobs"] as? [Any])?.count == 10)
         #expect(second["next"] == nil || second["next"] is NSNull)
+    }
+
+    @Test func queuesAndDestinationsArePausedAndResumedFromTheirPages() throws {
+        let h = try DashboardHarness(token: Self.token)
+        defer { h.close() }
+        let bearer = ("Authorization", "Bearer \(Self.token)")
+        _ = try h.enqueue(url: "http://limited.example.com/hook")
+        _ = try DestinationsTable.merge(.init(destination: "http://limited.example.com:80", maxInFlight: 4, ratePerSecond: 20, burst: 2), on: h.db)
+
+        // The pages offer the action and show the policy.
+        let destinations = try h.client.get("/destinations", headers: [bearer])
+        #expect(destinations.status == 200)
+        #expect(destinations.body.contains("at most 4 in flight") && destinations.body.contains("20/s (burst 2)"), "\(destinations.body)")
+        #expect(destinations.body.contains("action=\"/api/destinations/pause\""))
+        #expect(try h.client.get("/queues", headers: [bearer]).body.contains("action=\"/api/queues/pause\""))
+
+        // Pause: the database says so, the pages show it and offer Resume; each action is logged.
+        let pauseQueue = try h.client.post("/api/queues/pause", form: [("queue", "default")], headers: [bearer])
+        #expect(pauseQueue.status == 200, "\(pauseQueue.body)")
+        #expect(try QueueSettingsTable.paused(on: h.db) == ["default"])
+        let pauseDestination = try h.client.post("/api/destinations/pause", form: [("destination", "http://limited.example.com:80")], headers: [bearer])
+        #expect(pauseDestination.status == 200, "\(pauseDestination.body)")
+        #expect(try DestinationsTable.paused(on: h.db) == ["http://limited.example.com:80"])
+        #expect(try h.client.get("/queues", headers: [bearer]).body.contains("action=\"/api/queues/resume\""))
+        let paused = try h.client.get("/destinations", headers: [bearer]).body
+        #expect(paused.contains("action=\"/api/destinations/resume\"") && paused.contains("<td>paused</td>"))
+        #expect(h.log.contains { $0.contains("token paused queue default") })
+        #expect(h.log.contains { $0.contains("token paused destination http://limited.example.com:80") })
+
+        // Resume undoes both; the cap stays.
+        #expect(try h.client.post("/api/queues/resume", form: [("queue", "default")], headers: [bearer]).status == 200)
+        #expect(try h.client.post("/api/destinations/resume", form: [("destination", "http://limited.example.com:80")], headers: [bearer]).status == 200)
+        #expect(try QueueSettingsTable.paused(on: h.db).isEmpty)
+        #expect(try DestinationsTable.paused(on: h.db).isEmpty)
+        #expect(try DestinationsTable.all(on: h.db).first?.maxInFlight == 4)
+
+        // Bad input names the field and changes nothing.
+        let badQueue = try h.client.post("/api/queues/pause", form: [("queue", "no spaces allowed")], headers: [bearer])
+        #expect(badQueue.status == 400 && badQueue.body.contains("queue"), "\(badQueue.body)")
+        let missing = try h.client.post("/api/destinations/pause", headers: [bearer])
+        #expect(missing.status == 400 && missing.body.contains("destination"), "\(missing.body)")
+        #expect(try QueueSettingsTable.paused(on: h.db).isEmpty)
     }
 }

@@ -167,6 +167,11 @@ public final class DashboardStore: @unchecked Sendable {
         try with { try DestinationsTable.all(on: $0) }
     }
 
+    /// The gated destinations' policies with the jobs each has in flight (fleet-wide).
+    public func destinationTraffic() throws -> [DestinationsTable.Traffic] {
+        try with { try DestinationsTable.traffic(on: $0) }
+    }
+
     public func queueSettings() throws -> [QueueSettingsTable.Settings] {
         try with { try QueueSettingsTable.all(on: $0) }
     }
@@ -176,6 +181,16 @@ public final class DashboardStore: @unchecked Sendable {
     }
 
     // MARK: - Actions
+
+    /// Pauses or resumes a queue for the whole fleet (as `jobctl queue pause|resume`); returns whether it was paused.
+    public func queuePause(queue: String, paused: Bool) throws -> Bool {
+        try with { try QueueSettingsTable.setPaused(queue: queue, paused, on: $0) }
+    }
+
+    /// Pauses or resumes a destination (as `jobctl destination pause|resume`); returns its stored policy.
+    public func destinationPause(destination: String, paused: Bool) throws -> DestinationsTable.Policy {
+        try with { try DestinationsTable.setPaused(destination: destination, paused, on: $0) }
+    }
 
     public func jobsCancel(ids: [Int64]) throws -> [(id: Int64, outcome: JobsTable.CancelOutcome)] {
         try with { try JobsTable.cancel(ids: ids, on: $0) }
