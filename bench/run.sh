@@ -253,7 +253,8 @@ kill "$VMSTAT_PID" 2>/dev/null || true
 
 # ---- 11. report
 OUT_RESULTS="${OUT_RESULTS:-$ROOT/bench/results}"
-rm -rf "$OUT_RESULTS"; mkdir -p "$OUT_RESULTS"
+# Clear the last run's rows, but keep bench/dashboard-bench.sh's tables (a run of its own).
+mkdir -p "$OUT_RESULTS"; find "$OUT_RESULTS" -maxdepth 1 -type f ! -name 'dashboard-*.md' -delete
 cp "$RUN_DIR"/{courier.jsonl,env.txt,vmstat.log,phases.log} "$OUT_RESULTS"/
 [ -z "$BASE_BIN" ] || { cp "$RUN_DIR/courier-baseline.jsonl" "$OUT_RESULTS"/; echo "baseline: $(git rev-parse --short "$BASELINE")" >> "$OUT_RESULTS/env.txt"; }
 cp "$RUN_DIR"/peers/results/*.jsonl "$RUN_DIR"/peers/results/*.csv "$OUT_RESULTS"/ 2>/dev/null || true
