@@ -240,6 +240,30 @@ language sql immutable parallel safe as $$
     end
 $$;
 
+-- Leases up to p_limit runnable gated jobs of one destination and queue, in the claim's
+-- order: any of them (p_retries null), only retries (true: an attempt behind them) or only
+-- first attempts (false). The one lease-taking statement of courier.claim_gated.
+create function courier.claim_gated_take(p_destination text, p_queue text, p_worker uuid, p_lease_ms int,
+                                         p_limit int, p_retries boolean)
+returns setof courier.jobs
+language sql volatile set search_path = pg_catalog, pg_temp as $$
+    with picked as (
+        select j.id from courier.jobs j
+        where j.destination = p_destination and j.queue = p_queue and j.state = 'available'
+          and j.held_since is null and j.gated and j.run_at <= now()
+          and (p_retries is null or (j.attempt > 0) = p_retries)
+        order by j.priority, j.run_at, j.id
+        limit p_limit
+        for update skip locked
+    )
+    update courier.jobs j
+    set state = 'running', attempt = j.attempt + 1, leased_by = p_worker,
+        lease_expires_at = now() + p_lease_ms * interval '1 millisecond', attempted_at = now()
+    from picked where j.id = picked.id
+    returning j.*
+$$;
+revoke execute on function courier.claim_gated_take(text, text, uuid, int, int, boolean) from public;
+
 -- Claims up to p_limit gated jobs of p_queue for p_worker: destination by destination,
 -- least recently served first, each within its cap (slow start included), its token
 -- bucket and its retry budget. Skips paused destinations and queues, destinations whose
@@ -353,20 +377,7 @@ begin
         if v_allow > 0 then
             if v_retries >= v_allow then
                 -- No budget in the way: one pick in the usual order.
-                return query
-                with picked as (
-                    select j.id from courier.jobs j
-                    where j.destination = s.destination and j.queue = p_queue and j.state = 'available'
-                      and j.held_since is null and j.gated and j.run_at <= now()
-                    order by j.priority, j.run_at, j.id
-                    limit v_allow
-                    for update skip locked
-                )
-                update courier.jobs j
-                set state = 'running', attempt = j.attempt + 1, leased_by = p_worker,
-                    lease_expires_at = now() + p_lease_ms * interval '1 millisecond', attempted_at = now()
-                from picked where j.id = picked.id
-                returning j.*;
+                return query select * from courier.claim_gated_take(s.destination, p_queue, p_worker, p_lease_ms, v_allow, null);
                 get diagnostics v_got = row_count;
                 if s.retry_budget_pct is not null and v_got > 0 then
                     select count(*) into v_got_retries from courier.jobs j
@@ -376,36 +387,11 @@ begin
             else
                 -- Retries within the budget first, then first attempts.
                 if v_retries > 0 then
-                    return query
-                    with picked as (
-                        select j.id from courier.jobs j
-                        where j.destination = s.destination and j.queue = p_queue and j.state = 'available'
-                          and j.held_since is null and j.gated and j.run_at <= now() and j.attempt > 0
-                        order by j.priority, j.run_at, j.id
-                        limit v_retries
-                        for update skip locked
-                    )
-                    update courier.jobs j
-                    set state = 'running', attempt = j.attempt + 1, leased_by = p_worker,
-                        lease_expires_at = now() + p_lease_ms * interval '1 millisecond', attempted_at = now()
-                    from picked where j.id = picked.id
-                    returning j.*;
+                    return query select * from courier.claim_gated_take(s.destination, p_queue, p_worker, p_lease_ms, v_retries, true);
                     get diagnostics v_got_retries = row_count;
                 end if;
-                return query
-                with picked as (
-                    select j.id from courier.jobs j
-                    where j.destination = s.destination and j.queue = p_queue and j.state = 'available'
-                      and j.held_since is null and j.gated and j.run_at <= now() and j.attempt = 0
-                    order by j.priority, j.run_at, j.id
-                    limit v_allow - v_got_retries
-                    for update skip locked
-                )
-                update courier.jobs j
-                set state = 'running', attempt = j.attempt + 1, leased_by = p_worker,
-                    lease_expires_at = now() + p_lease_ms * interval '1 millisecond', attempted_at = now()
-                from picked where j.id = picked.id
-                returning j.*;
+                return query select * from courier.claim_gated_take(s.destination, p_queue, p_worker, p_lease_ms,
+                                                                    v_allow - v_got_retries, false);
                 get diagnostics v_got = row_count;
                 v_got := v_got + v_got_retries;
                 -- Retries left waiting for the budget are deferred (no attempt used).
