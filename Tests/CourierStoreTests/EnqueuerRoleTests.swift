@@ -7,17 +7,6 @@ import Testing
 
 /// Issue 18, item 12: what an enqueuer (`courier_enqueue`) may do, beyond RoleGrantTests.
 @Suite struct EnqueuerRoleTests {
-    func sqlState(_ body: () throws -> Void) -> String? {
-        do {
-            try body()
-            return nil
-        } catch let error as PostgresError {
-            return error.sqlState ?? "no SQLSTATE: \(error)"
-        } catch {
-            return "not a PostgresError: \(error)"
-        }
-    }
-
     /// The attack: file failing jobs under a partner's breaker key to open it.
     @Test func anEnqueuerCannotFileJobsUnderAnotherDestinationsBreaker() throws {
         try CourierTestDatabase.with { database, admin in
@@ -26,13 +15,13 @@ import Testing
             let connection = try login.connect()
             defer { connection.close() }
 
-            #expect(sqlState {
+            #expect(RoleGrantTests.sqlState {
                 _ = try connection.query("select courier.enqueue(url => 'https://attacker.example/fail', destination => 'https://partner.example.com:443')")
             } == "42501")
-            #expect(sqlState {
+            #expect(RoleGrantTests.sqlState {
                 _ = try connection.query("select courier.enqueue(url => 'https://attacker.example/fail', destination => 'partner-billing')")
             } == "42501", "nor a label of the operators' choosing")
-            #expect(sqlState {
+            #expect(RoleGrantTests.sqlState {
                 _ = try connection.query("select courier.enqueue_job('report.build', '{}', destination => 'https://partner.example.com:443')")
             } == "42501")
             #expect(try admin.query("select count(*)::bigint from courier.jobs").rows[0].decode(0, as: Int.self) == 0, "nothing was filed")
@@ -74,7 +63,7 @@ import Testing
             // All or nothing: a bad line leaves nothing behind.
             var bad = [EnqueueRequest(url: "https://e.com/ok"), EnqueueRequest(url: "https://e.com/bad")]
             bad[1].destination = "https://other.example:443"
-            #expect(sqlState { _ = try JobsTable.enqueueMany(bad, on: connection) } == "42501")
+            #expect(RoleGrantTests.sqlState { _ = try JobsTable.enqueueMany(bad, on: connection) } == "42501")
             #expect(try admin.query("select count(*)::bigint from courier.jobs").rows[0].decode(0, as: Int.self) == 4)
         }
     }
