@@ -31,6 +31,7 @@ extension Migration {
         Migration(version: 16, name: "0016_dashboard_indexes.sql", bytes: PackageResources._016_dashboard_indexes_sql),
         Migration(version: 18, name: "0018_scale_endurance.sql", bytes: PackageResources._018_scale_endurance_sql),
         Migration(version: 19, name: "0019_hot_heartbeats.sql", bytes: PackageResources._019_hot_heartbeats_sql),
+        Migration(version: 24, name: "0024_fair_claiming.sql", bytes: PackageResources._024_fair_claiming_sql),
     ]
 
     init(version: Int, name: String, bytes: [UInt8]) {
