@@ -33,7 +33,10 @@ language sql volatile set search_path = pg_catalog, pg_temp as $$
         where j.destination = p_destination and j.held_since is null and j.gated = p_gated and j.queue = p_queue
           and j.state = 'available' and j.run_at <= now()
           and (p_retries is null or (j.attempt > 0) = p_retries)
-        order by j.priority, j.run_at, j.id
+        -- The index's own order (its leading columns are fixed above): with the parameters
+        -- unknown to the planner (a SQL function's plan is generic), only this ORDER BY
+        -- keeps it from sorting every row of a large destination instead of walking the index.
+        order by j.destination, j.held_since, j.gated, j.queue, j.priority, j.run_at, j.id
         limit p_limit
         for update skip locked
     )
