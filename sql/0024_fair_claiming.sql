@@ -28,27 +28,28 @@ create function courier.claim_take(p_destination text, p_queue text, p_gated boo
                                    p_limit int, p_retries boolean)
 returns setof courier.jobs
 language sql volatile set search_path = pg_catalog, pg_temp as $$
-    with picked as (
-        select j.id from courier.jobs j
-        where j.destination = p_destination and j.held_since is null and j.gated = p_gated and j.queue = p_queue
-          and j.state = 'available' and j.run_at <= now()
-          and (p_retries is null or (j.attempt > 0) = p_retries)
-        -- The index's own order (its leading columns are fixed above): with the parameters
-        -- unknown to the planner (a SQL function's plan is generic), only this ORDER BY
-        -- keeps it from sorting every row of a large destination instead of walking the index.
-        order by j.destination, j.held_since, j.gated, j.queue, j.priority, j.run_at, j.id
-        limit p_limit
-        for update skip locked
-    )
     update courier.jobs j
     set state = 'running', attempt = j.attempt + 1, leased_by = p_worker,
         lease_expires_at = now() + p_lease_ms * interval '1 millisecond', attempted_at = now()
-    from picked where j.id = picked.id
+    -- The picked ids as an array: the update then probes the primary key per id. (Joined
+    -- to a CTE instead, the generic plan hashed a sequential scan of every job.)
+    where j.id = any(array(
+        select c.id from courier.jobs c
+        where c.destination = p_destination and c.held_since is null and c.gated = p_gated and c.queue = p_queue
+          and c.state = 'available' and c.run_at <= now()
+          and (p_retries is null or (c.attempt > 0) = p_retries)
+        -- The index's own order (its leading columns are fixed above): with the parameters
+        -- unknown to the planner (a SQL function's plan is generic), only this ORDER BY keeps
+        -- it from sorting every row of a large destination instead of walking the index.
+        order by c.destination, c.held_since, c.gated, c.queue, c.priority, c.run_at, c.id
+        limit p_limit
+        for update skip locked))
     returning j.*
 $$;
 revoke execute on function courier.claim_take(text, text, boolean, uuid, int, int, boolean) from public;
 
--- The gated claim's take is now the shared statement.
+-- The gated claim's take is now the shared statement. (0014's own statement had the
+-- generic plan's sequential scan of courier.jobs in its UPDATE, see above.)
 create or replace function courier.claim_gated_take(p_destination text, p_queue text, p_worker uuid, p_lease_ms int,
                                                     p_limit int, p_retries boolean)
 returns setof courier.jobs
