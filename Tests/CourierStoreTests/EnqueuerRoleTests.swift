@@ -15,13 +15,13 @@ import Testing
             let connection = try login.connect()
             defer { connection.close() }
 
-            #expect(RoleGrantTests.sqlState {
+            #expect(sqlState {
                 _ = try connection.query("select courier.enqueue(url => 'https://attacker.example/fail', destination => 'https://partner.example.com:443')")
             } == "42501")
-            #expect(RoleGrantTests.sqlState {
+            #expect(sqlState {
                 _ = try connection.query("select courier.enqueue(url => 'https://attacker.example/fail', destination => 'partner-billing')")
             } == "42501", "nor a label of the operators' choosing")
-            #expect(RoleGrantTests.sqlState {
+            #expect(sqlState {
                 _ = try connection.query("select courier.enqueue_job('report.build', '{}', destination => 'https://partner.example.com:443')")
             } == "42501")
             #expect(try admin.query("select count(*)::bigint from courier.jobs").rows[0].decode(0, as: Int.self) == 0, "nothing was filed")
@@ -63,7 +63,7 @@ import Testing
             defer { enqueuer.drop() }
             let other = try enqueuer.connect()
             defer { other.close() }
-            #expect(RoleGrantTests.sqlState {
+            #expect(sqlState {
                 _ = try other.query("select courier.enqueue(url => 'https://a.example/x', destination => 'partner-billing')")
             } == "42501", "an enqueuer that does not own the table is still refused")
             #expect(try admin.query("select count(*)::bigint from courier.jobs where destination = 'partner-billing'").rows[0].decode(0, as: Int.self) == 1)
@@ -129,7 +129,7 @@ import Testing
             // All or nothing: a bad line leaves nothing behind.
             var bad = [EnqueueRequest(url: "https://e.com/ok"), EnqueueRequest(url: "https://e.com/bad")]
             bad[1].destination = "https://other.example:443"
-            #expect(RoleGrantTests.sqlState { _ = try JobsTable.enqueueMany(bad, on: connection) } == "42501")
+            #expect(sqlState { _ = try JobsTable.enqueueMany(bad, on: connection) } == "42501")
             #expect(try admin.query("select count(*)::bigint from courier.jobs").rows[0].decode(0, as: Int.self) == 4)
         }
     }
