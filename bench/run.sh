@@ -5,7 +5,7 @@
 #
 #   bench/run.sh                 # everything, ~20-25 min on the 2-core reference box
 #   QUICK=1 bench/run.sh         # small sizes, 1 rep: checks the harness in ~4 min (figures not comparable)
-#   ONLY="drain latency" bench/run.sh   # subset of: pgbench drain http latency memory enqueue traffic
+#   ONLY="drain latency" bench/run.sh   # subset of: pgbench drain http latency memory enqueue traffic fair
 #
 # Knobs (environment), defaults in brackets:
 #   REPS [3]                 repetitions of every measurement (median reported)
@@ -18,13 +18,14 @@
 #   LAT_N [500]  LAT_INTERVAL_MS [20]      pickup latency: single enqueues, this far apart
 #   MEM_CONC [256]  MEM_DELAY [10]         memory: in-flight slow requests, seconds each takes
 #   TRAFFIC_JOBS [50000]  TRAFFIC_DESTINATIONS [100]  TRAFFIC_WAITING [10000]   traffic: claim cost
+#   FAIR_BACKLOG [200000]  FAIR_N [100]  FAIR_INTERVAL_MS [100]   fair: a trickle's pickup behind a backlog
 #   ENQ_LINES [100000]  ENQ_SQL_CALLS [10000]   enqueue: NDJSON lines; courier.enqueue calls
 #   PGB_CLIENTS ["1,2,4"]  PGB_T [5]  PGB_FILL [600000]   raw-SQL limit (pgbench) clients, seconds, rows
 #   PEERS_PGB_REPS [1]       reps of the peers' minimal-schema pgbench (each refills 1.5M rows)
 #   PG_PORT [25450]  RUN_DIR [/tmp/courier-bench-run]  PEERS_DIR [<repo>/../shared/bench/peers]
 #   VENV [/tmp/peers-venv]   KEEP_DB=1 leaves the private PostgreSQL running afterwards
 #   BASELINE [unset]         a git revision: its jobworker is built too, and the drains, HTTP drains,
-#                            pickup latency and memory run once more with it, interleaved by repetition,
+#                            pickup latency, fair claiming and memory run once more with it, interleaved by repetition,
 #                            so a change is compared with what came before in the same run
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -38,7 +39,8 @@ if [ "$QUICK" = 1 ]; then
   : "${PGQ_CONFIGS:=2 1 500}"
 fi
 REPS="${REPS:-3}"
-ONLY="${ONLY:-pgbench drain http latency memory enqueue traffic}"
+ONLY="${ONLY:-pgbench drain http latency memory enqueue traffic fair}"
+FAIR_BACKLOG="${FAIR_BACKLOG:-200000}"; FAIR_N="${FAIR_N:-100}"; FAIR_INTERVAL_MS="${FAIR_INTERVAL_MS:-100}"
 TRAFFIC_JOBS="${TRAFFIC_JOBS:-50000}"
 TRAFFIC_DESTINATIONS="${TRAFFIC_DESTINATIONS:-100}"
 TRAFFIC_WAITING="${TRAFFIC_WAITING:-10000}"
@@ -244,6 +246,17 @@ if has traffic; then
   "${CB[@]}" traffic "${COMMON[@]}" --jobs "$TRAFFIC_JOBS" --destinations "$TRAFFIC_DESTINATIONS" \
     --waiting "$TRAFFIC_WAITING" --reps "$REPS"
   say "traffic end"
+fi
+
+# ---- 12. fair claiming (issue 13): a trickle destination's pickup behind another's backlog,
+#          no policies; with BASELINE, the old claim in the same run
+if has fair; then
+  say "fair"
+  for rep in $(seq 1 "$REPS"); do
+    "${CB[@]}" fair "${COMMON[@]}" --backlog "$FAIR_BACKLOG" --jobs "$FAIR_N" --interval-ms "$FAIR_INTERVAL_MS" --reps 1
+    base fair --backlog "$FAIR_BACKLOG" --jobs "$FAIR_N" --interval-ms "$FAIR_INTERVAL_MS" --reps 1
+  done
+  say "fair end"
 fi
 
 say "done"

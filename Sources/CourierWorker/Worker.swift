@@ -322,7 +322,10 @@ public final class Worker: @unchecked Sendable {
             pause: gate.pause, onUnsupportedPoolMode: { [unowned self] in stopForGood($0) },
             shouldListen: { ListenPlacement.decide(listenURLGiven: listenURLGiven, connectionIsPooled: $0) != .poll })
         listener = Listener(session: listenSession, listenURLGiven: listenURLGiven, pollInterval: configuration.pollInterval, logger: logger,
-                            jobsArrived: { [unowned self] in claimerThread.wake() },
+                            jobsArrived: { [unowned self] in
+                                claimer?.noteJobsArrived()
+                                claimerThread.wake()
+                            },
                             cancelAnnounced: { [unowned self] in
                                 heartbeater.requestCancelCheck()
                                 heartbeaterThread.wake()
@@ -376,6 +379,7 @@ extension Worker: JobIntake {
     var freeSlots: Int { withState { $0.claimableSlots(now: clock.instant()) } }
     var heldCount: Int { withState { $0.jobs.count } }
     var slots: (free: Int, held: Int) { withState { ($0.claimableSlots(now: clock.instant()), $0.jobs.count) } }
+    var busiestDestination: (destination: String, count: Int)? { withState { $0.busiestDestination } }
 
     func accept(_ jobs: [ClaimedJob], probeGeneration: Int64?, provenAt: ContinuousClock.Instant) {
         guard !jobs.isEmpty else { return }

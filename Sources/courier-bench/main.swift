@@ -16,11 +16,13 @@ import Foundation
 //   (drain also takes --hold-snapshot: a repeatable-read transaction held open across every drain)
 //   courier-bench traffic  [common] --jobs 50000 --destinations 100 --waiting 10000 --reps 3
 //                          (claim cost with capped destinations' backlogs against no policies, same run)
+//   courier-bench fair     [common] --backlog 200000 --jobs 100 --interval-ms 100 --concurrency 64 --reps 3
+//                          (a trickle destination's pickup behind another's backlog; no policies)
 //   courier-bench script                                    print the generated pgbench script
 // common: --db NAME --bin-dir DIR --work-dir DIR --out FILE --pg-data DIR (PG* variables select the cluster)
 
 func runBench(_ arguments: [String]) throws {
-    guard let command = arguments.first else { throw BenchError("usage: courier-bench setup|enqueue|drain|pgbench|latency|memory|traffic|script [options]") }
+    guard let command = arguments.first else { throw BenchError("usage: courier-bench setup|enqueue|drain|pgbench|latency|memory|traffic|fair|script [options]") }
     let rest = arguments.dropFirst()
     let common = BenchContext.commonOptions
     switch command {
@@ -74,6 +76,12 @@ func runBench(_ arguments: [String]) throws {
         let bench = TrafficBench(context: try BenchContext(options), jobs: try options.int("jobs", default: 50_000),
                                  destinations: try options.int("destinations", default: 100),
                                  waiting: try options.int("waiting", default: 10_000))
+        for rep in 1...max(1, try options.int("reps", default: 3)) { try bench.run(rep: rep) }
+    case "fair":
+        let options = try BenchOptions(rest, known: common + ["backlog", "jobs", "interval-ms", "concurrency", "reps"])
+        let bench = FairBench(context: try BenchContext(options), backlog: try options.int("backlog", default: 200_000),
+                              jobs: try options.int("jobs", default: 100), intervalMilliseconds: try options.int("interval-ms", default: 100),
+                              concurrency: try options.int("concurrency", default: 64))
         for rep in 1...max(1, try options.int("reps", default: 3)) { try bench.run(rep: rep) }
     case "memory":
         let options = try BenchOptions(rest, known: common + ["concurrency", "delay"])

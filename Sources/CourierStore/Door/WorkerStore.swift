@@ -11,6 +11,9 @@ public protocol WorkerStore {
     func jobsClaim(queue: String, limit: Int, worker: UUID, leaseMilliseconds: Int) throws -> [ClaimedJob]
     /// Claims jobs of destinations with a traffic policy, within their limits (see `JobsTable.claimGated`).
     func jobsClaimGated(queue: String, limit: Int, worker: UUID, leaseMilliseconds: Int) throws -> [ClaimedJob]
+    /// Claims a few runnable jobs per destination from a cursor, skipping some (see `JobsTable.claimSpread`).
+    func jobsClaimSpread(queue: String, limit: Int, perDestination: Int, after: String?, excluding: [String], visit: Int,
+                         worker: UUID, leaseMilliseconds: Int) throws -> [ClaimedJob]
     /// One bounded pass moving jobs between the runnable, gated and held states; -1 when another worker's ran.
     func trafficMaintain(batch: Int) throws -> Int
     /// The gated destinations' policies and fleet-wide counters.
@@ -95,6 +98,11 @@ public struct PostgresWorkerStore: WorkerStore {
     }
     public func jobsClaimGated(queue: String, limit: Int, worker: UUID, leaseMilliseconds: Int) throws -> [ClaimedJob] {
         try JobsTable.claimGated(queue: queue, limit: limit, worker: worker, leaseMilliseconds: leaseMilliseconds, on: connection)
+    }
+    public func jobsClaimSpread(queue: String, limit: Int, perDestination: Int, after: String?, excluding: [String], visit: Int,
+                                worker: UUID, leaseMilliseconds: Int) throws -> [ClaimedJob] {
+        try JobsTable.claimSpread(queue: queue, limit: limit, perDestination: perDestination, after: after, excluding: excluding,
+                                  visit: visit, worker: worker, leaseMilliseconds: leaseMilliseconds, on: connection)
     }
     public func trafficMaintain(batch: Int) throws -> Int { try JobsTable.trafficMaintain(batch: batch, on: connection) }
     public func destinationsTraffic() throws -> [DestinationsTable.Traffic] { try DestinationsTable.traffic(on: connection) }

@@ -10,6 +10,8 @@ protocol JobIntake: AnyObject, Sendable {
     var heldCount: Int { get }
     /// Free slots and held jobs, read together.
     var slots: (free: Int, held: Int) { get }
+    /// The destination holding the most slots, and how many; nil when none is held.
+    var busiestDestination: (destination: String, count: Int)? { get }
     /// Takes over jobs a claim or a won probe returned; `provenAt` is when the claim was
     /// sent (their leases are trusted from then, see ``LeaseFence``).
     func accept(_ jobs: [ClaimedJob], probeGeneration: Int64?, provenAt: ContinuousClock.Instant)
@@ -48,12 +50,12 @@ final class Claimer: WorkerService, @unchecked Sendable {
 
     let name = "courier-claim"
     let configuration: Configuration
-    private let session: StoreSession
-    private unowned let intake: any JobIntake
+    let session: StoreSession
+    unowned let intake: any JobIntake
     private let completer: Completer
     private let settings: SettingsRefresher
     private let logger: Logger
-    private let metrics: WorkerMetrics
+    let metrics: WorkerMetrics
     /// The fleet's traffic policies: whether to run the gated claim, and how soon to look again.
     private let traffic: TrafficState
     private var nextQueue = 0
@@ -66,6 +68,8 @@ final class Claimer: WorkerService, @unchecked Sendable {
     private var moreWaiting = false
     /// When this thread first saw a free slot since its last claim.
     private var freeSince: ContinuousClock.Instant?
+    /// Per queue: how each round's slots are claimed fairly across destinations (see ``ClaimPlanner``).
+    private var planners: [String: ClaimPlanner] = [:]
     /// Called once the schema is found complete (wakes the services that waited for it).
     var onSchemaReady: (@Sendable () -> Void)?
 
@@ -104,9 +108,9 @@ final class Claimer: WorkerService, @unchecked Sendable {
         if free > 0 && freeSince == nil { freeSince = now }
         switch configuration.trigger.decide(free: free, held: held, backlogged: completer.isBacklogged,
                                             moreWaiting: moreWaiting, freeSince: freeSince, now: now) {
-        case .sleep: return nextWait(now: now)
-        case .wait(let linger): return min(linger, nextWait(now: now))
-        case .claim: break
+        case .sleep where !reserveClaimDue(free: free, now: now): return nextWait(now: now)
+        case .wait(let linger) where !reserveClaimDue(free: free, now: now): return min(linger, nextWait(now: now))
+        default: break
         }
         freeSince = nil
         moreWaiting = false
@@ -122,15 +126,10 @@ final class Claimer: WorkerService, @unchecked Sendable {
                 want -= gated
                 if want == 0 { return .zero }
             }
-            let result = session.run { store in
-                try store.jobsClaim(queue: queue, limit: want, worker: self.configuration.worker,
-                                    leaseMilliseconds: self.configuration.leaseMilliseconds)
-            }
-            guard case .success(let jobs) = result else { break }
-            metrics.recordClaim(batch: jobs.count)
-            intake.accept(jobs, probeGeneration: nil, provenAt: now)
+            // The plain claim, and spread claims where one destination would hold the rest back (Claimer+Fair).
+            guard let round = claimPlanned(queue: queue, want: want, now: now) else { break }
             // A full batch: more may be waiting, claim again at once.
-            if jobs.count == want {
+            if round.plainFull || round.claimed == want {
                 moreWaiting = true
                 return .zero
             }
@@ -177,8 +176,27 @@ final class Claimer: WorkerService, @unchecked Sendable {
         return false
     }
 
+    /// New jobs were announced: a spread claim that found nothing may look again.
+    func noteJobsArrived() {
+        lock.withLock { for queue in planners.keys { planners[queue]?.noteJobsArrived() } }
+    }
+
+    /// Runs `body` on `queue`'s planner.
+    func withPlanner<T>(_ queue: String, _ body: (inout ClaimPlanner) -> T) -> T {
+        lock.withLock {
+            var planner = planners[queue] ?? ClaimPlanner(concurrency: configuration.concurrency, quietRecheck: configuration.pollInterval)
+            defer { planners[queue] = planner }
+            return body(&planner)
+        }
+    }
+
     /// The poll interval, or less when a retry this worker scheduled falls due sooner.
     private func nextWait(now: ContinuousClock.Instant) -> Duration {
+        if let recheck = spreadRecheck(now: now) { return min(recheck + .milliseconds(1), nextWaitBeforeSpread(now: now)) }
+        return nextWaitBeforeSpread(now: now)
+    }
+
+    private func nextWaitBeforeSpread(now: ContinuousClock.Instant) -> Duration {
         // Gated jobs may be waiting for a slot or a token: look again soon.
         if let recheck = traffic.claimRecheck { return min(recheck, retryWait(now: now)) }
         return retryWait(now: now)

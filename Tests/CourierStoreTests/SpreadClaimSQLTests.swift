@@ -1,0 +1,122 @@
+import CourierStore
+import CourierTestSupport
+import Foundation
+import Postgres
+import Testing
+
+/// The spread claim (migration 0024): a few jobs per destination from a cursor, wrapping,
+/// under the plain claim's rules.
+@Suite struct SpreadClaimSQLTests {
+    let lease = 30_000
+
+    func enqueue(_ db: PostgresConnection, _ n: Int, url: String, queue: String = "default") throws {
+        var requests: [EnqueueRequest] = []
+        for _ in 0..<n {
+            var r = EnqueueRequest(url: url)
+            r.queue = queue
+            requests.append(r)
+        }
+        _ = try JobsTable.enqueueMany(requests, on: db)
+    }
+
+    func spread(_ db: PostgresConnection, limit: Int = 100, perDestination: Int = 1, after: String? = nil,
+                excluding: [String] = [], visit: Int = 100, queue: String = "default") throws -> [String] {
+        try JobsTable.claimSpread(queue: queue, limit: limit, perDestination: perDestination, after: after, excluding: excluding,
+                                  visit: visit, worker: UUID(), leaseMilliseconds: lease, on: db).map(\.destination)
+    }
+
+    @Test func itTakesAFewJobsPerDestinationPastABacklogEnqueuedFirst() throws {
+        try CourierTestDatabase.with { (_, db) throws in
+            try enqueue(db, 2000, url: "http://a.test/x")
+            try enqueue(db, 3, url: "http://b.test/x")
+            try enqueue(db, 3, url: "http://c.test/x")
+            // The plain claim takes the backlog first.
+            #expect(Set(try JobsTable.claim(queue: "default", limit: 50, worker: UUID(), leaseMilliseconds: lease, on: db)
+                .map(\.destination)) == ["http://a.test:80"])
+            #expect(try spread(db, perDestination: 2) == ["http://a.test:80", "http://a.test:80", "http://b.test:80",
+                                                          "http://b.test:80", "http://c.test:80", "http://c.test:80"])
+            #expect(try spread(db, excluding: ["http://a.test:80"]) == ["http://b.test:80", "http://c.test:80"])
+            #expect(try spread(db, excluding: ["http://a.test:80"]).isEmpty)
+            // Each job leased once, with its attempt counted, in the plain claim's order.
+            #expect(try db.query("select count(*)::bigint from courier.jobs where state = 'running' and attempt = 1").rows[0]
+                .decode(0, as: Int.self) == 58)
+        }
+    }
+
+    @Test func theCursorStartsAfterTheLastDestinationAndWrapsOnce() throws {
+        try CourierTestDatabase.with { (_, db) throws in
+            for name in ["a", "b", "c", "d"] { try enqueue(db, 5, url: "http://\(name).test/x") }
+            #expect(try spread(db, limit: 2, after: "http://b.test:80") == ["http://c.test:80", "http://d.test:80"])
+            #expect(try spread(db, limit: 10, after: "http://c.test:80")
+                == ["http://d.test:80", "http://a.test:80", "http://b.test:80", "http://c.test:80"], "wraps once, ending at the cursor")
+            #expect(try spread(db, limit: 10, after: "http://zzz.test:80").count == 4, "a cursor past the end wraps to the start")
+            // The visit bound: only as many destinations as allowed are looked at.
+            #expect(try spread(db, limit: 10, excluding: ["http://a.test:80", "http://b.test:80"], visit: 2).isEmpty)
+            #expect(try spread(db, limit: 10, excluding: ["http://a.test:80", "http://b.test:80"], visit: 3) == ["http://c.test:80"])
+        }
+    }
+
+    @Test func heldBrokenPausedAndGatedDestinationsAndLockedRowsAreSkipped() throws {
+        try CourierTestDatabase.with { (database, db) throws in
+            for name in ["held", "open", "later", "gated", "locked", "ok"] { try enqueue(db, 2, url: "http://\(name).test/x") }
+            try enqueue(db, 2, url: "http://ok.test/x", queue: "other")
+            try db.query("update courier.jobs set held_since = now() where destination = 'http://held.test:80'")
+            _ = try BreakersTable.force(destination: "http://open.test:80", action: .open, on: db)
+            try BreakersTable.pause(destination: "http://later.test:80", milliseconds: 60_000, on: db)
+            // A policy set, its jobs not yet moved by the keeper: left alone.
+            _ = try DestinationsTable.merge(.init(destination: "http://gated.test", maxInFlight: 5), on: db)
+            let blocker = try PostgresConnection.connect(PostgresConfiguration(connectionString: database.url))
+            defer { blocker.close() }
+            try blocker.simpleQuery("begin")
+            let lockedID = try blocker.query("""
+                select id from courier.jobs where destination = 'http://locked.test:80' order by id limit 1 for update
+                """).rows[0].decode(0, as: Int64.self)
+            let taken = try JobsTable.claimSpread(queue: "default", limit: 100, perDestination: 5, after: nil, excluding: [],
+                                                  visit: 100, worker: UUID(), leaseMilliseconds: lease, on: db)
+            #expect(taken.map(\.destination) == ["http://locked.test:80", "http://ok.test:80", "http://ok.test:80"])
+            #expect(!taken.map(\.id).contains(lockedID), "the locked row is skipped, its neighbour taken")
+            #expect(taken.allSatisfy { $0.queue == "default" })
+            try blocker.simpleQuery("rollback")
+
+            // A paused queue yields nothing.
+            _ = try QueueSettingsTable.setPaused(queue: "other", true, on: db)
+            #expect(try spread(db, queue: "other").isEmpty)
+            _ = try QueueSettingsTable.setPaused(queue: "other", false, on: db)
+            #expect(try spread(db, perDestination: 5, queue: "other") == ["http://ok.test:80", "http://ok.test:80"])
+        }
+    }
+
+    /// A SQL function's plan is generic (the destination unknown to the planner): the take
+    /// must still walk the index, not scan and sort a large destination's rows.
+    @Test func theTakeWalksTheIndexEvenForALargeDestination() throws {
+        try CourierTestDatabase.with { (_, db) throws in
+            try enqueue(db, 20_000, url: "http://a.test/x")
+            try enqueue(db, 3, url: "http://b.test/x")
+            _ = try DestinationsTable.merge(.init(destination: "http://capped.test", maxInFlight: 3, slowStartMilliseconds: 0), on: db)
+            try enqueue(db, 3, url: "http://capped.test/x")
+            while try JobsTable.trafficMaintain(batch: 1000, on: db) >= 1000 {}
+            try db.simpleQuery("analyze courier.jobs")
+            try db.simpleQuery("begin")
+            let spread = try db.query("select count(*)::bigint from courier.claim_spread('default', 10, 5, gen_random_uuid(), 30000, null, '{}', 10)")
+                .rows[0].decode(0, as: Int.self)
+            let gated = try db.query("select count(*)::bigint from courier.claim_gated('default', 10, gen_random_uuid(), 30000)")
+                .rows[0].decode(0, as: Int.self)
+            let scans = try db.query("select coalesce(seq_scan, 0)::bigint from pg_stat_xact_user_tables where relid = 'courier.jobs'::regclass")
+                .rows[0].decode(0, as: Int.self)
+            try db.simpleQuery("rollback")
+            #expect(spread == 8)
+            #expect(gated == 3)
+            #expect(scans == 0, "no sequential scan of courier.jobs (\(scans))")
+        }
+    }
+
+    @Test func theGatedClaimStillTakesThroughTheSharedStatement() throws {
+        try CourierTestDatabase.with { (_, db) throws in
+            try enqueue(db, 10, url: "http://capped.test/x")
+            _ = try DestinationsTable.merge(.init(destination: "http://capped.test", maxInFlight: 3, slowStartMilliseconds: 0), on: db)
+            while try JobsTable.trafficMaintain(batch: 1000, on: db) >= 1000 {}
+            #expect(try JobsTable.claimGated(queue: "default", limit: 10, worker: UUID(), leaseMilliseconds: lease, on: db).count == 3)
+            #expect(try spread(db).isEmpty, "gated jobs are the gated claim's")
+        }
+    }
+}
