@@ -322,7 +322,7 @@ public final class Worker: @unchecked Sendable {
             pause: gate.pause, onUnsupportedPoolMode: { [unowned self] in stopForGood($0) },
             shouldListen: { ListenPlacement.decide(listenURLGiven: listenURLGiven, connectionIsPooled: $0) != .poll })
         listener = Listener(session: listenSession, listenURLGiven: listenURLGiven, pollInterval: configuration.pollInterval, logger: logger,
-                            jobsArrived: { [unowned self] in claimerThread.wake() },
+                            jobsArrived: { [unowned self] in claimer.noteNotification(); claimerThread.wake() },
                             cancelAnnounced: { [unowned self] in
                                 heartbeater.requestCancelCheck()
                                 heartbeaterThread.wake()

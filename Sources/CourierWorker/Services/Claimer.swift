@@ -34,6 +34,10 @@ final class Claimer: WorkerService, @unchecked Sendable {
         var schemaRecheck: Duration = .seconds(2)
         /// When to claim (threshold and linger).
         var trigger: ClaimTrigger
+        /// After a NOTIFY wake, one more claim this much later: it picks up the jobs of
+        /// transactions that committed just after the one that notified, which skip the
+        /// NOTIFY while another holds it (migration 0023). Default 25 ms.
+        var wakeFollowUp: Duration = .milliseconds(25)
 
         init(_ c: WorkerConfiguration, worker: UUID) {
             self.worker = worker
@@ -57,6 +61,8 @@ final class Claimer: WorkerService, @unchecked Sendable {
     /// The fleet's traffic policies: whether to run the gated claim, and how soon to look again.
     private let traffic: TrafficState
     private var nextQueue = 0
+    /// Where each queue's next plain claim starts (see ``ClaimBounds``).
+    private var bounds = ClaimBounds()
     private var schemaReady = false
     private var reportedMissing = false
     private let lock = NSLock()
@@ -94,6 +100,11 @@ final class Claimer: WorkerService, @unchecked Sendable {
         lock.withLock { nextRetryDue = nextRetryDue.map { min($0, due) } ?? due }
     }
 
+    /// A NOTIFY arrived (the caller wakes the thread): claim now, and once more a little later.
+    func noteNotification(now: ContinuousClock.Instant = .now) {
+        noteRetry(due: now + configuration.wakeFollowUp)
+    }
+
     func runOnce(now: ContinuousClock.Instant) -> Duration {
         if !schemaReady {
             guard checkSchema() else { return configuration.schemaRecheck }
@@ -122,15 +133,14 @@ final class Claimer: WorkerService, @unchecked Sendable {
                 want -= gated
                 if want == 0 { return .zero }
             }
-            let result = session.run { store in
-                try store.jobsClaim(queue: queue, limit: want, worker: self.configuration.worker,
-                                    leaseMilliseconds: self.configuration.leaseMilliseconds)
+            guard var taken = claimPlain(queue: queue, limit: want, now: now) else { break }
+            if taken.restart {
+                // The claim from the bound came back short: look at the whole queue before idling.
+                guard let more = claimPlain(queue: queue, limit: want - taken.count, now: now) else { break }
+                taken = (taken.count + more.count, more.restart)
             }
-            guard case .success(let jobs) = result else { break }
-            metrics.recordClaim(batch: jobs.count)
-            intake.accept(jobs, probeGeneration: nil, provenAt: now)
             // A full batch: more may be waiting, claim again at once.
-            if jobs.count == want {
+            if taken.count == want {
                 moreWaiting = true
                 return .zero
             }
@@ -139,6 +149,24 @@ final class Claimer: WorkerService, @unchecked Sendable {
     }
 
     func finish() { session.close() }
+
+    /// Claims plain jobs of `queue`, from where the last claim stopped or from the start as
+    /// ``ClaimBounds`` decides, and hands them over; returns how many, and whether to claim
+    /// again from the start at once. Nil when the claim failed.
+    private func claimPlain(queue: String, limit: Int, now: ContinuousClock.Instant) -> (count: Int, restart: Bool)? {
+        let from = bounds.start(queue: queue, now: now)
+        let startedAt = ContinuousClock.now
+        let result = session.run { store in
+            try store.jobsClaim(queue: queue, limit: limit, worker: self.configuration.worker,
+                                leaseMilliseconds: self.configuration.leaseMilliseconds, after: from)
+        }
+        guard case .success(let batch) = result else { return nil }
+        let next = bounds.record(queue: queue, from: from, asked: limit, taken: batch.jobs.count, last: batch.last,
+                                 startedAt: startedAt, endedAt: ContinuousClock.now)
+        metrics.recordClaim(batch: batch.jobs.count)
+        intake.accept(batch.jobs, probeGeneration: nil, provenAt: now)
+        return (batch.jobs.count, next == .claimFromStart)
+    }
 
     /// Claims gated jobs of `queue` and hands them over; returns how many, nil when the claim failed.
     /// `now` is taken before the claim is sent: the leases are trusted from then (see ``LeaseFence``).
