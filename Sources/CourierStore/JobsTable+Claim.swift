@@ -90,21 +90,20 @@ extension JobsTable {
     /// Rows are locked lazily (`FOR UPDATE SKIP LOCKED` inside each range), only as many as
     /// are taken. Started after a position, the claim first reads the rest of the
     /// position's priority from just after it, then the priorities above it.
-    /// The queue's pause is checked once per statement.
+    /// The queue's pause is checked once per statement. Held-back destinations (breaker not
+    /// closed, Retry-After) are filtered outside the ranges: inside, the anti-join made the
+    /// planner expect few rows, sort a sequential scan of the whole queue and JIT-compile
+    /// the statement (seconds, on a 200k-job queue). Their jobs are locked but not taken, and
+    /// the keeper moves them out of the index within a pass.
     static func claimStatement(after: Bool) -> String {
         let waiting = "c.queue = $1 and c.state = 'available' and c.held_since is null and not c.gated"
-        let takeable = """
-            c.run_at <= now()
-                      and not exists (select 1 from courier.breakers b
-                                      where b.destination = c.destination and (b.state <> 'closed' or b.not_before > now()))
-            """
         let rest = after ? """
                 select s.id, s.destination from (
                     select c.id, c.destination from courier.jobs c
                     where \(waiting) and c.priority = $5
                       and (c.run_at, c.id) > (timestamptz 'epoch' + $6::bigint * interval '1 microsecond', $7::bigint)
-                      and \(takeable)
-                    order by c.run_at, c.id
+                      and c.run_at <= now()
+                    order by c.priority, c.run_at, c.id
                     limit $2
                     for update skip locked
                 ) s
@@ -123,8 +122,8 @@ extension JobsTable {
             \(rest)    select t.id, t.destination from prio cross join lateral (
                     select c.id, c.destination from courier.jobs c
                     where \(waiting) and c.priority = prio.p
-                      and \(takeable)
-                    order by c.run_at, c.id
+                      and c.run_at <= now()
+                    order by c.priority, c.run_at, c.id
                     limit $2
                     for update skip locked
                 ) t
@@ -133,6 +132,8 @@ extension JobsTable {
             picked as (
                 select candidates.id, candidates.destination from candidates
                 where not exists (select 1 from courier.queue_settings q where q.queue = $1 and q.paused)
+                  and not exists (select 1 from courier.breakers b
+                                  where b.destination = candidates.destination and (b.state <> 'closed' or b.not_before > now()))
                 limit $2
             )
             update courier.jobs j
