@@ -10,42 +10,6 @@ import Postgres
 /// row through the partial lease index instead of probing the primary key.)
 /// Times always come from the database's clock.
 extension JobsTable {
-    /// Leases up to `limit` runnable jobs of `queue` to `worker`, in priority, run_at,
-    /// id order, skipping rows other workers hold (`FOR UPDATE SKIP LOCKED`) and
-    /// destinations that are held back (breaker not closed, or a Retry-After in force).
-    /// The claim consumes an attempt; `handBack` returns it for jobs that never ran.
-    /// Jobs of destinations with a traffic policy are not taken here (see ``claimGated``):
-    /// gated jobs are outside the index it walks, and a job whose destination became
-    /// gated before the keeper moved it is locked but left alone. A paused queue yields nothing.
-    public static func claim(queue: String, limit: Int, worker: UUID, leaseMilliseconds: Int,
-                             on connection: PostgresConnection) throws -> [ClaimedJob] {
-        try connection.query(PostgresQuery(unsafeSQL: claimSQL, binds: [queue, limit, worker, leaseMilliseconds]))
-            .rows.map(ClaimedJob.init(row:))
-    }
-
-    /// The claim statement: $1 queue, $2 limit, $3 worker id, $4 lease in milliseconds.
-    /// Public so benchmarks can run exactly this SQL (e.g. under pgbench).
-    public static let claimSQL = """
-        with picked as (
-            select c.id, c.destination from courier.jobs c
-            where c.state = 'available' and c.held_since is null and not c.gated and c.queue = $1 and c.run_at <= now()
-              and not exists (
-                  select 1 from courier.breakers b
-                  where b.destination = c.destination
-                    and (b.state <> 'closed' or b.not_before > now()))
-              -- Uncorrelated: evaluated once per statement, not per row.
-              and not exists (select 1 from courier.queue_settings q where q.queue = $1 and q.paused)
-            order by c.priority, c.run_at, c.id
-            limit $2
-            for update skip locked
-        )
-        update courier.jobs j
-        set state = 'running', attempt = j.attempt + 1, leased_by = $3,
-            lease_expires_at = now() + $4 * interval '1 millisecond', attempted_at = now()
-        from \(ClaimedJob.destinationPolicyJoin) where j.id = picked.id and sd.gated is not true
-        returning \(ClaimedJob.columns)
-        """
-
     /// A successful attempt to record.
     public struct Success: Sendable, Equatable {
         public var id: Int64

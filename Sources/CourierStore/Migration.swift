@@ -33,6 +33,8 @@ extension Migration {
         Migration(version: 19, name: "0019_hot_heartbeats.sql", bytes: PackageResources._019_hot_heartbeats_sql),
         Migration(version: 20, name: "0020_breaker_nominal_cooldown.sql", bytes: PackageResources._020_breaker_nominal_cooldown_sql),
         Migration(version: 21, name: "0021_unique_key_per_role.sql", bytes: PackageResources._021_unique_key_per_role_sql),
+        Migration(version: 22, name: "0022_claim_skips_what_it_cannot_take.sql", bytes: PackageResources._022_claim_skips_what_it_cannot_take_sql),
+        Migration(version: 23, name: "0023_enqueue_notifies_once_at_a_time.sql", bytes: PackageResources._023_enqueue_notifies_once_at_a_time_sql),
         Migration(version: 24, name: "0024_fair_claiming.sql", bytes: PackageResources._024_fair_claiming_sql),
         Migration(version: 28, name: "0028_breaker_transition_totals.sql", bytes: PackageResources._028_breaker_transition_totals_sql),
         Migration(version: 29, name: "0029_cheaper_header_check.sql", bytes: PackageResources._029_cheaper_header_check_sql),

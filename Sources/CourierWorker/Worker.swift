@@ -324,6 +324,7 @@ public final class Worker: @unchecked Sendable {
         listener = Listener(session: listenSession, listenURLGiven: listenURLGiven, pollInterval: configuration.pollInterval, logger: logger,
                             jobsArrived: { [unowned self] in
                                 claimer?.noteJobsArrived()
+                                claimer?.noteNotification()
                                 claimerThread.wake()
                             },
                             cancelAnnounced: { [unowned self] in

@@ -9,6 +9,8 @@ import Postgres
 public protocol WorkerStore {
     // Jobs: leasing, renewal, results.
     func jobsClaim(queue: String, limit: Int, worker: UUID, leaseMilliseconds: Int) throws -> [ClaimedJob]
+    /// The plain claim started after `position` (nil: from the start); says where it stopped.
+    func jobsClaim(queue: String, limit: Int, worker: UUID, leaseMilliseconds: Int, after position: ClaimPosition?) throws -> ClaimBatch
     /// Claims jobs of destinations with a traffic policy, within their limits (see `JobsTable.claimGated`).
     func jobsClaimGated(queue: String, limit: Int, worker: UUID, leaseMilliseconds: Int) throws -> [ClaimedJob]
     /// Claims a few runnable jobs per destination from a cursor, skipping some (see `JobsTable.claimSpread`).
@@ -95,6 +97,11 @@ public struct PostgresWorkerStore: WorkerStore {
 
     public func jobsClaim(queue: String, limit: Int, worker: UUID, leaseMilliseconds: Int) throws -> [ClaimedJob] {
         try JobsTable.claim(queue: queue, limit: limit, worker: worker, leaseMilliseconds: leaseMilliseconds, on: connection)
+    }
+    public func jobsClaim(queue: String, limit: Int, worker: UUID, leaseMilliseconds: Int,
+                          after position: ClaimPosition?) throws -> ClaimBatch {
+        try JobsTable.claim(queue: queue, limit: limit, worker: worker, leaseMilliseconds: leaseMilliseconds, after: position,
+                            on: connection)
     }
     public func jobsClaimGated(queue: String, limit: Int, worker: UUID, leaseMilliseconds: Int) throws -> [ClaimedJob] {
         try JobsTable.claimGated(queue: queue, limit: limit, worker: worker, leaseMilliseconds: leaseMilliseconds, on: connection)

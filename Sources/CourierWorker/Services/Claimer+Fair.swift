@@ -43,14 +43,15 @@ extension Claimer {
                 claimed += jobs.count
             case .plain(let limit):
                 let limit = min(limit, left)
-                let result = session.run { store in
-                    try store.jobsClaim(queue: queue, limit: limit, worker: self.configuration.worker,
-                                        leaseMilliseconds: self.configuration.leaseMilliseconds)
+                // From the claim's bound (ClaimBounds); one that came back short is followed
+                // by a claim from the start before the round ends.
+                guard let taken = claimPlain(queue: queue, limit: limit, now: now) else { return nil }
+                var jobs = taken.jobs
+                if taken.restart, jobs.count < limit {
+                    guard let more = claimPlain(queue: queue, limit: limit - jobs.count, now: now) else { return nil }
+                    jobs += more.jobs
                 }
-                guard case .success(let jobs) = result else { return nil }
                 withPlanner(queue) { $0.plainClaimed(limit: limit, destinations: jobs.map(\.destination)) }
-                metrics.recordClaim(batch: jobs.count)
-                intake.accept(jobs, probeGeneration: nil, provenAt: now)
                 claimed += jobs.count
                 plainFull = jobs.count == limit
             }

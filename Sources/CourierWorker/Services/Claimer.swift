@@ -36,6 +36,10 @@ final class Claimer: WorkerService, @unchecked Sendable {
         var schemaRecheck: Duration = .seconds(2)
         /// When to claim (threshold and linger).
         var trigger: ClaimTrigger
+        /// After a NOTIFY wake, one more claim this much later: it picks up the jobs of
+        /// transactions that committed just after the one that notified, which skip the
+        /// NOTIFY while another holds it (migration 0023). Default 25 ms.
+        var wakeFollowUp: Duration = .milliseconds(25)
 
         init(_ c: WorkerConfiguration, worker: UUID) {
             self.worker = worker
@@ -59,6 +63,8 @@ final class Claimer: WorkerService, @unchecked Sendable {
     /// The fleet's traffic policies: whether to run the gated claim, and how soon to look again.
     private let traffic: TrafficState
     private var nextQueue = 0
+    /// Where each queue's next plain claim starts (see ``ClaimBounds``).
+    private var bounds = ClaimBounds()
     private var schemaReady = false
     private var reportedMissing = false
     private let lock = NSLock()
@@ -96,6 +102,11 @@ final class Claimer: WorkerService, @unchecked Sendable {
     /// A job this worker retried falls due at `due`: look then rather than at the next poll.
     func noteRetry(due: ContinuousClock.Instant) {
         lock.withLock { nextRetryDue = nextRetryDue.map { min($0, due) } ?? due }
+    }
+
+    /// A NOTIFY arrived (the caller wakes the thread): claim now, and once more a little later.
+    func noteNotification(now: ContinuousClock.Instant = .now) {
+        noteRetry(due: now + configuration.wakeFollowUp)
     }
 
     func runOnce(now: ContinuousClock.Instant) -> Duration {
@@ -138,6 +149,27 @@ final class Claimer: WorkerService, @unchecked Sendable {
     }
 
     func finish() { session.close() }
+
+    /// Claims plain jobs of `queue`, from where the last claim stopped or from the start as
+    /// ``ClaimBounds`` decides, and hands them over; returns how many, and whether to claim
+    /// again from the start at once. Nil when the claim failed.
+    /// The plain claim from the bound ``ClaimBounds`` keeps (or from the start); hands the
+    /// jobs over. `restart`: it came back short from a bound, so a claim from the start
+    /// should follow before idling. Nil when the claim failed.
+    func claimPlain(queue: String, limit: Int, now: ContinuousClock.Instant) -> (jobs: [ClaimedJob], restart: Bool)? {
+        let from = bounds.start(queue: queue, now: now)
+        let startedAt = ContinuousClock.now
+        let result = session.run { store in
+            try store.jobsClaim(queue: queue, limit: limit, worker: self.configuration.worker,
+                                leaseMilliseconds: self.configuration.leaseMilliseconds, after: from)
+        }
+        guard case .success(let batch) = result else { return nil }
+        let next = bounds.record(queue: queue, from: from, asked: limit, taken: batch.jobs.count, last: batch.last,
+                                 startedAt: startedAt, endedAt: ContinuousClock.now)
+        metrics.recordClaim(batch: batch.jobs.count)
+        intake.accept(batch.jobs, probeGeneration: nil, provenAt: now)
+        return (batch.jobs, next == .claimFromStart)
+    }
 
     /// Claims gated jobs of `queue` and hands them over; returns how many, nil when the claim failed.
     /// `now` is taken before the claim is sent: the leases are trusted from then (see ``LeaseFence``).

@@ -1,0 +1,210 @@
+import CourierStore
+import CourierTestSupport
+import Foundation
+import Postgres
+import Testing
+
+/// Issue 12, item 4 and the long-transaction drain: what the plain claim touches, at the
+/// scale where it bites. Every assertion is on buffers (shared hit + read, from
+/// EXPLAIN (ANALYZE, BUFFERS)), never on time.
+@Suite(.serialized) struct ClaimScanTests {
+    let lease = 30_000
+
+    /// The claim of migration 0014 (before the loose index scan), for contrast: it walks
+    /// every entry of the queue in jobs_runnable_idx, due or not.
+    static let claimOf0014 = """
+        with picked as (
+            select c.id, c.destination from courier.jobs c
+            where c.state = 'available' and c.held_since is null and not c.gated and c.queue = $1 and c.run_at <= now()
+              and not exists (
+                  select 1 from courier.breakers b
+                  where b.destination = c.destination
+                    and (b.state <> 'closed' or b.not_before > now()))
+              and not exists (select 1 from courier.queue_settings q where q.queue = $1 and q.paused)
+            order by c.priority, c.run_at, c.id
+            limit $2
+            for update skip locked
+        )
+        update courier.jobs j
+        set state = 'running', attempt = j.attempt + 1, leased_by = $3,
+            lease_expires_at = now() + $4 * interval '1 millisecond', attempted_at = now()
+        from picked where j.id = picked.id
+        returning j.id
+        """
+
+    /// `count` jobs of `queue` for `destination`, due `dueInSeconds` from now (negative: overdue),
+    /// with priorities cycling through `priorities`, in one statement.
+    func insert(_ count: Int, destination: String = "http://plain.test:80", queue: String = "default",
+                dueInSeconds: Int, priorities: Int = 1, on db: PostgresConnection) throws {
+        try db.execute(PostgresQuery(unsafeSQL: """
+            insert into courier.jobs (queue, priority, run_at, destination, url)
+            select $1::text, g % $4::int, now() + $3::int * interval '1 second' + g * interval '1 microsecond',
+                   $2::text, 'http://x.test/'
+            from generate_series(1, $5::int) g
+            """, binds: [queue, destination, dueInSeconds, priorities, count]))
+    }
+
+    /// Shared buffers (hit + read) the statement touched, run under EXPLAIN (ANALYZE, BUFFERS)
+    /// in a transaction that is rolled back, so nothing is claimed.
+    func buffers(_ sql: String, _ binds: [any PostgresEncodable], on db: PostgresConnection) throws -> Int {
+        try db.simpleQuery("begin")
+        defer { try? db.simpleQuery("rollback") }
+        let text = try db.query(PostgresQuery(unsafeSQL: "explain (analyze, buffers, format json) " + sql, binds: binds))
+            .rows[0].decode(0, as: String.self)
+        let plans = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [[String: Any]])
+        let plan = try #require(plans.first?["Plan"] as? [String: Any])
+        return (plan["Shared Hit Blocks"] as? Int ?? 0) + (plan["Shared Read Blocks"] as? Int ?? 0)
+    }
+
+    /// Buffers of one claim of up to `limit` jobs (rolled back). Every job it takes costs its
+    /// own update (the row and each index), so claims that take many are measured with a small limit.
+    func claimBuffers(queue: String = "default", limit: Int = 100, after position: ClaimPosition? = nil,
+                      on db: PostgresConnection) throws -> Int {
+        if let position {
+            return try buffers(JobsTable.claimAfterSQL, [queue, limit, UUID(), lease, position.priority, position.runAtMicroseconds,
+                                                         position.id], on: db)
+        }
+        return try buffers(JobsTable.claimSQL, [queue, limit, UUID(), lease], on: db)
+    }
+
+    func count(_ sql: String, on db: PostgresConnection) throws -> Int {
+        try db.query(PostgresQuery(unsafeSQL: sql, binds: [])).rows[0].decode(0, as: Int.self)
+    }
+
+    @Test func aClaimTouchesNoneOf150kJobsScheduledAheadInFivePriorities() throws {
+        try CourierTestDatabase.with { (_, db) throws in
+            try insert(150_000, dueInSeconds: 3600, priorities: 5, on: db)
+            try insert(2, dueInSeconds: -60, priorities: 1, on: db)          // priority 0
+            try db.execute("update courier.jobs set priority = 3 where id in (select id from courier.jobs order by id desc limit 1)")
+            try db.simpleQuery("vacuum analyze courier.jobs")
+
+            let before = try buffers(Self.claimOf0014, ["default", 100, UUID(), lease], on: db)
+            let now = try claimBuffers(on: db)
+            // 0014's claim reads the whole queue's index (about 900 pages here); this one a few per priority.
+            #expect(before > 500, "the old claim should walk the scheduled backlog (\(before) buffers)")
+            #expect(now < 80, "the claim touched \(now) buffers with 150k jobs scheduled ahead")
+
+            let claimed = try JobsTable.claim(queue: "default", limit: 100, worker: UUID(), leaseMilliseconds: lease, on: db)
+            #expect(claimed.count == 2)
+            // Priority order across the loose scan: priority 0 before priority 3.
+            let priorities = try claimed.map { job in
+                try count("select priority::bigint from courier.jobs where id = \(job.id)", on: db)
+            }
+            #expect(priorities.sorted() == [0, 3])
+        }
+    }
+
+    @Test func theClaimTakesInPriorityRunAtIdOrderAcrossPriorities() throws {
+        try CourierTestDatabase.with { (_, db) throws in
+            try insert(30, dueInSeconds: -60, priorities: 3, on: db)
+            try insert(30, dueInSeconds: 3600, priorities: 3, on: db)
+            let expected = try db.query("""
+                select id from courier.jobs where run_at <= now() order by priority, run_at, id
+                """).rows.map { try $0.decode(0, as: Int64.self) }
+            // Each batch of 4 is the next 4 in that order (a batch's rows come back unordered).
+            var batches: [Set<Int64>] = []
+            var position: ClaimPosition?
+            while true {
+                let batch = try JobsTable.claim(queue: "default", limit: 4, worker: UUID(), leaseMilliseconds: lease,
+                                                after: position, on: db)
+                if batch.jobs.isEmpty { break }
+                batches.append(Set(batch.jobs.map(\.id)))
+                position = batch.last
+            }
+            let chunks = stride(from: 0, to: expected.count, by: 4).map { Set(expected[$0..<min($0 + 4, expected.count)]) }
+            #expect(batches == chunks)
+        }
+    }
+
+    @Test func aClaimAfterAPositionLeavesWhatLandedBehindItToAClaimFromTheStart() throws {
+        try CourierTestDatabase.with { (_, db) throws in
+            try insert(10, dueInSeconds: -60, on: db)
+            let first = try JobsTable.claim(queue: "default", limit: 5, worker: UUID(), leaseMilliseconds: lease, after: nil, on: db)
+            let position = try #require(first.last)
+            // A job lands behind the position: due earlier than anything taken.
+            try insert(1, dueInSeconds: -3600, on: db)
+            let after = try JobsTable.claim(queue: "default", limit: 100, worker: UUID(), leaseMilliseconds: lease,
+                                            after: position, on: db)
+            #expect(after.jobs.count == 5)
+            let behind = try JobsTable.claim(queue: "default", limit: 100, worker: UUID(), leaseMilliseconds: lease,
+                                             after: nil, on: db)
+            #expect(behind.jobs.count == 1)
+        }
+    }
+
+    @Test func aRetryAfterPausedBacklogIsHeldByTheKeeperAndThenCostsTheClaimNothing() throws {
+        try CourierTestDatabase.with { (_, db) throws in
+            let paused = "http://paused.test:80"
+            try insert(30_000, destination: paused, dueInSeconds: -60, on: db)
+            try insert(5, dueInSeconds: -30, on: db)
+            try db.execute(PostgresQuery(unsafeSQL: "select courier.breaker_pause($1::text, 3600000)", binds: [paused]))
+            try db.simpleQuery("vacuum analyze courier.jobs")
+
+            // Unheld, the paused destination's due jobs come first in the index and fill the
+            // claim's range (they are filtered after it): it takes none of the plain jobs.
+            #expect(try claimBuffers(on: db) > 0)
+            #expect(try JobsTable.claim(queue: "default", limit: 100, worker: UUID(), leaseMilliseconds: lease, on: db).isEmpty)
+
+            while try JobsTable.trafficMaintain(batch: 2000, on: db) >= 2000 {}
+            #expect(try count("select count(*)::bigint from courier.jobs where held_since is not null", on: db) == 30_000)
+            // The versions the keeper left behind are gone once vacuumed (autovacuum, or the
+            // first scan that passes them marks them dead).
+            try db.simpleQuery("vacuum courier.jobs")
+            let held = try claimBuffers(on: db)
+            #expect(held < 80, "the claim touched \(held) buffers with 30k jobs held for Retry-After")
+            let claimed = try JobsTable.claim(queue: "default", limit: 100, worker: UUID(), leaseMilliseconds: lease, on: db)
+            #expect(claimed.count == 5)
+            #expect(claimed.allSatisfy { $0.destination == "http://plain.test:80" })
+
+            // The pause ends: the keeper releases them, in batches, and they are claimed again.
+            try db.execute(PostgresQuery(unsafeSQL: "update courier.breakers set not_before = now() - interval '1 second' where destination = $1::text",
+                                         binds: [paused]))
+            while try JobsTable.trafficMaintain(batch: 2000, on: db) >= 2000 {}
+            #expect(try count("select count(*)::bigint from courier.jobs where held_since is not null", on: db) == 0)
+            #expect(try JobsTable.claim(queue: "default", limit: 10, worker: UUID(), leaseMilliseconds: lease, on: db).count == 10)
+        }
+    }
+
+    @Test func aRetriedJobOfARetryAfterPausedDestinationWaitsHeld() throws {
+        try CourierTestDatabase.with { (_, db) throws in
+            let paused = "http://paused.test:80"
+            try insert(1, destination: paused, dueInSeconds: -60, on: db)
+            let worker = UUID()
+            let job = try #require(try JobsTable.claim(queue: "default", limit: 1, worker: worker, leaseMilliseconds: lease, on: db).first)
+            try db.execute(PostgresQuery(unsafeSQL: "select courier.breaker_pause($1::text, 3600000)", binds: [paused]))
+            try JobsTable.retry([.init(id: job.id, attempt: job.attempt, delayMilliseconds: 0, errorJSON: "{}")], worker: worker, on: db)
+            #expect(try count("select count(*)::bigint from courier.jobs where held_since is not null", on: db) == 1)
+        }
+    }
+
+    /// A repeatable-read transaction held open elsewhere: the versions of every job claimed
+    /// since cannot be vacuumed, and a claim from the start of the queue walks them all. A
+    /// claim from the last position walks none.
+    @Test func underAHeldSnapshotAClaimFromThePositionSkipsTheDeadEntriesAFullClaimWalks() throws {
+        try CourierTestDatabase.with { (database, db) throws in
+            try insert(25_000, dueInSeconds: -60, on: db)
+            try db.simpleQuery("vacuum analyze courier.jobs")
+            let holder = try PostgresConnection.connect(PostgresConfiguration(connectionString: database.url))
+            defer { holder.close() }
+            try holder.simpleQuery("begin isolation level repeatable read")
+            _ = try holder.query("select count(*) from courier.workers")
+
+            let worker = UUID()
+            var position: ClaimPosition?
+            for _ in 0..<200 {
+                let batch = try JobsTable.claim(queue: "default", limit: 100, worker: worker, leaseMilliseconds: lease,
+                                                after: position, on: db)
+                try JobsTable.complete(batch.jobs.map { .init(id: $0.id, attempt: $0.attempt, status: 200, durationMilliseconds: 1) },
+                                       worker: worker, archive: false, on: db)
+                position = batch.last
+            }
+            try db.simpleQuery("vacuum courier.jobs")
+            // One job each, so the pages walked to reach it dominate (about 100 index and 600 heap pages).
+            let full = try claimBuffers(limit: 1, on: db)
+            let bounded = try claimBuffers(limit: 1, after: position, on: db)
+            #expect(full > 400, "the full claim should walk the 20k dead entries (\(full) buffers)")
+            #expect(bounded < 60, "the claim from the position touched \(bounded) buffers")
+            try holder.simpleQuery("rollback")
+        }
+    }
+}
