@@ -112,7 +112,10 @@ struct OutageBench {
             while !producer.isFinished { usleep(50_000) }
             // Let the other destinations' last jobs finish, then stop.
             let settleEnd = monotonicSeconds() + Double(otherDelayMs) / 1000 + 10
-            while monotonicSeconds() < settleEnd, try exists(connection, nil, other: true) { usleep(100_000) }
+            while monotonicSeconds() < settleEnd, try exists(connection, nil, other: true) {
+                try beats.sample(connection)   // a pause in sampling would read as a late heartbeat
+                usleep(50_000)
+            }
             try beats.sample(connection)
             try fleet.stop()
             let losses = try connection.query(PostgresQuery(unsafeSQL: """
