@@ -95,8 +95,9 @@ public enum JobctlCommands {
         name: "enqueue",
         abstract: "Enqueue an HTTP job, or many from NDJSON.",
         discussion: """
-            Prints the new job's id. While a job with the same --unique-key is \
-            waiting or running, prints that job's id instead of adding another.
+            Prints the new job's id. While a job with the same --unique-key, \
+            enqueued by the same database role, is waiting or running, prints that \
+            job's id instead of adding another.
 
             Every job carries an idempotency key, generated unless --idempotency-key \
             gives one, and sent as the Idempotency-Key header on every attempt and \
@@ -144,7 +145,7 @@ public enum JobctlCommands {
             .flag("no-idempotency-key", help: "Enqueue the job without an idempotency key (see above).",
                   exclusiveGroup: "idempotency"),
             .option("unique-key", value: "KEY",
-                    help: "While a job with this key is waiting or running, return its id instead of adding another."),
+                    help: "While a job of this database role with this key is waiting or running, return its id instead of adding another."),
             .option("destination", value: "DEST",
                     help: "The circuit-breaker key; scheme://host:port of the URL when not given."),
             .option("timeout", value: "DURATION", help: "The request timeout of each attempt."),

@@ -89,7 +89,7 @@ public final class Dashboard: Sendable {
         if request.method == "POST" {
             if path == "/logout" {
                 auth.logout(request)
-                return Self.redirect("/login", headers: [.init("Set-Cookie", DashboardAuth.cookie(nil))])
+                return Self.redirect("/login", headers: [.init("Set-Cookie", auth.cookie(nil))])
             }
             if let refusal = DashboardAuth.postRefusal(identity: identity, origin: request.header("origin"),
                                                        fetchSite: request.header("sec-fetch-site"), host: request.header("host"),
@@ -123,7 +123,7 @@ public final class Dashboard: Sendable {
             }
             if let session = auth.login(candidate: Params(request).first("token") ?? "") {
                 log("dashboard: login, session \(session.prefix(8))")
-                return Self.redirect("/", headers: [.init("Set-Cookie", DashboardAuth.cookie(session))])
+                return Self.redirect("/", headers: [.init("Set-Cookie", auth.cookie(session))])
             }
             return Self.html(401, Pages.login(failed: true))
         }

@@ -23,16 +23,36 @@ public final class DashboardAuth: @unchecked Sendable {
     }
 
     public static let cookieName = "courier_session"
+    /// How long a login lasts (default 12 hours): after it the cookie is refused and the
+    /// browser is sent to the login form again.
+    public static let defaultSessionLifetime: Duration = .seconds(12 * 3600)
+    /// Sessions kept at most (default 1,000); a login beyond it ends the oldest, so
+    /// repeated logins cannot grow the process without bound.
+    public static let defaultMaximumSessions = 1_000
+
+    private struct Session {
+        var csrf: String
+        var expires: ContinuousClock.Instant
+    }
 
     private let token: String?
     private let localCSRF: String
+    private let sessionLifetime: Duration
+    private let maximumSessions: Int
+    private let now: @Sendable () -> ContinuousClock.Instant
     private let lock = NSLock()
-    /// Session id → its CSRF token.
-    private var sessions: [String: String] = [:]
+    /// Session id → its CSRF token and end.
+    private var sessions: [String: Session] = [:]
 
-    public init(token: String?) {
+    /// - Parameter now: the clock sessions expire by (injected for tests).
+    public init(token: String?, sessionLifetime: Duration = defaultSessionLifetime,
+                maximumSessions: Int = defaultMaximumSessions,
+                now: @escaping @Sendable () -> ContinuousClock.Instant = { .now }) {
         self.token = token.flatMap { $0.isEmpty ? nil : $0 }
         self.localCSRF = Self.randomToken()
+        self.sessionLifetime = sessionLifetime
+        self.maximumSessions = max(1, maximumSessions)
+        self.now = now
     }
 
     public var requiresToken: Bool { token != nil }
@@ -47,17 +67,39 @@ public final class DashboardAuth: @unchecked Sendable {
             }
             return nil
         }
-        if let session = request.cookie(Self.cookieName), let csrf = lock.withLock({ sessions[session] }) {
+        if let session = request.cookie(Self.cookieName), let csrf = liveSession(session) {
             return Identity(kind: .session, csrf: csrf, label: "session " + String(session.prefix(8)))
         }
         return nil
+    }
+
+    /// The CSRF token of `session` while it lasts; an expired one is forgotten.
+    private func liveSession(_ session: String) -> String? {
+        let now = now()
+        return lock.withLock {
+            guard let found = sessions[session] else { return nil }
+            guard found.expires > now else {
+                sessions[session] = nil
+                return nil
+            }
+            return found.csrf
+        }
     }
 
     /// Starts a session when `candidate` is the token; returns the cookie value.
     public func login(candidate: String) -> String? {
         guard let token, Self.constantTimeEqual(candidate, token) else { return nil }
         let session = Self.randomToken()
-        lock.withLock { sessions[session] = Self.randomToken() }
+        let now = now()
+        let lifetime = sessionLifetime
+        let maximum = maximumSessions
+        lock.withLock {
+            sessions = sessions.filter { $0.value.expires > now }
+            if sessions.count >= maximum, let oldest = sessions.min(by: { $0.value.expires < $1.value.expires }) {
+                sessions[oldest.key] = nil
+            }
+            sessions[session] = Session(csrf: Self.randomToken(), expires: now + lifetime)
+        }
         return session
     }
 
@@ -66,10 +108,11 @@ public final class DashboardAuth: @unchecked Sendable {
         _ = lock.withLock { sessions.removeValue(forKey: session) }
     }
 
-    /// The `Set-Cookie` value for a session (nil value: clears it).
-    public static func cookie(_ session: String?) -> String {
-        guard let session else { return "\(cookieName)=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0" }
-        return "\(cookieName)=\(session); Path=/; HttpOnly; SameSite=Strict"
+    /// The `Set-Cookie` value for a session (nil value: clears it); the browser drops it
+    /// when the session ends.
+    public func cookie(_ session: String?) -> String {
+        guard let session else { return "\(Self.cookieName)=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0" }
+        return "\(Self.cookieName)=\(session); Path=/; HttpOnly; SameSite=Strict; Max-Age=\(sessionLifetime.components.seconds)"
     }
 
     /// Whether `host` (the `Host` header) names this machine: loopback names and

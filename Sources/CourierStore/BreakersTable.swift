@@ -28,9 +28,13 @@ extension BreakersTable {
         public var windowMilliseconds: Int64
         public var minimumVolume: Int
         public var failureRate: Double
+        /// The nominal first cooldown (`--breaker-cooldown`); a failed probe doubles it.
         public var cooldownMilliseconds: Int64
         public var cooldownMaxMilliseconds: Int64
         public var probeLeaseMilliseconds: Int64
+        /// The open period of a trip from closed: the nominal cooldown times the jitter
+        /// factor the worker drew. Nil opens for the nominal cooldown.
+        public var openMilliseconds: Int64?
         public init(failureThreshold: Int, windowMilliseconds: Int64, minimumVolume: Int, failureRate: Double,
                     cooldownMilliseconds: Int64, cooldownMaxMilliseconds: Int64, probeLeaseMilliseconds: Int64) {
             self.failureThreshold = failureThreshold
@@ -51,7 +55,8 @@ extension BreakersTable {
         try connection.query("""
             select courier.breaker_report(\(destination)::text, \(successes)::int, \(failures)::int, \(trailingFailures)::int,
                 \(worker)::text, \(policy.failureThreshold)::int, \(policy.windowMilliseconds)::bigint, \(policy.minimumVolume)::int,
-                \(policy.failureRate)::float8, \(policy.cooldownMilliseconds)::bigint)
+                \(policy.failureRate)::float8, \(policy.cooldownMilliseconds)::bigint,
+                \(policy.openMilliseconds ?? policy.cooldownMilliseconds)::bigint)
             """).rows[0].decode(0, as: String.self)
     }
 

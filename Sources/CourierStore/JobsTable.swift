@@ -163,17 +163,19 @@ public enum JobsTable {
         }
         let inserted = try tx.execute("""
             insert into courier.jobs (queue, priority, run_at, max_attempts, deadline, destination, method, url,
-                headers, body, timeout_ms, expect_content_type, idempotency_key, unique_key, signing_secret, held_since)
+                headers, body, timeout_ms, expect_content_type, idempotency_key, unique_key, unique_scope, signing_secret,
+                held_since)
             select s.queue, s.priority, coalesce(s.run_at, now()), s.max_attempts, s.deadline, s.destination,
                 s.method, s.url, s.headers, s.body, s.timeout_ms, s.expect_content_type, s.idempotency_key,
-                s.unique_key, s.signing_secret,
+                -- Keys are unique per enqueuing role (sql/0021), as in courier.enqueue.
+                s.unique_key, case when s.unique_key is not null then session_user::text end, s.signing_secret,
                 -- Jobs for a destination whose breaker is open start out held.
                 case when held.destination is not null then now() end
             from courier_enqueue_stage s
             left join (select destination from courier.breakers where state <> 'closed') held
                 on held.destination = s.destination
             order by s.ord
-            on conflict (unique_key) where unique_key is not null do nothing
+            on conflict (unique_scope, unique_key) where unique_key is not null do nothing
             """)
         try tx.simpleQuery("truncate courier_enqueue_stage")
         return BulkResult(inserted: inserted, skippedByUniqueKey: requests.count - inserted)

@@ -31,6 +31,9 @@ extension Migration {
         Migration(version: 16, name: "0016_dashboard_indexes.sql", bytes: PackageResources._016_dashboard_indexes_sql),
         Migration(version: 18, name: "0018_scale_endurance.sql", bytes: PackageResources._018_scale_endurance_sql),
         Migration(version: 19, name: "0019_hot_heartbeats.sql", bytes: PackageResources._019_hot_heartbeats_sql),
+        Migration(version: 20, name: "0020_breaker_nominal_cooldown.sql", bytes: PackageResources._020_breaker_nominal_cooldown_sql),
+        Migration(version: 21, name: "0021_unique_key_per_role.sql", bytes: PackageResources._021_unique_key_per_role_sql),
+        Migration(version: 28, name: "0028_breaker_transition_totals.sql", bytes: PackageResources._028_breaker_transition_totals_sql),
     ]
 
     init(version: Int, name: String, bytes: [UInt8]) {

@@ -98,8 +98,8 @@ public enum StatsQueries {
 
     public static func breakerTransitionCounts(on connection: PostgresConnection) throws -> [BreakerTransitionCount] {
         try connection.query("""
-            select from_state, to_state, count(*)::bigint from courier.breaker_events
-            group by from_state, to_state order by from_state, to_state
+            select from_state, to_state, transitions from courier.breaker_transition_totals
+            order by from_state, to_state
             """).rows.map { row in
             BreakerTransitionCount(from: try row.decode(0, as: String.self), to: try row.decode(1, as: String.self),
                                    count: try row.decode(2, as: Int.self))

@@ -17,7 +17,7 @@ public final class MetricsServerSampler: @unchecked Sendable {
         public var breakerStates: [String: Int]
         /// Breakers that are not closed, with how long they have been in their state.
         public var openBreakers: [OpenBreaker]
-        /// Breaker transitions recorded in `courier.breaker_events`, by from and to state.
+        /// Breaker transitions since the schema was created (`courier.breaker_transition_totals`), by from and to state.
         public var breakerTransitions: [Transition]
         /// Workers with a recent heartbeat that are not shutting down.
         public var liveWorkers: Int

@@ -160,7 +160,7 @@ extension PrometheusText {
                         Sample("courier_breaker_state_seconds", [("destination", $0.destination), ("state", $0.state)], $0.seconds)
                     } ?? [])
         page.family("courier_breaker_transitions_total", .counter,
-                    help: "Breaker transitions recorded in courier.breaker_events, fleet-wide. Sampled.",
+                    help: "Breaker transitions, fleet-wide (courier.breaker_transition_totals; pruning events does not lower it). Sampled.",
                     sample?.breakerTransitions.map {
                         Sample("courier_breaker_transitions_total", [("from", $0.from), ("to", $0.to)], Double($0.count))
                     } ?? [])

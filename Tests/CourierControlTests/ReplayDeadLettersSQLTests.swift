@@ -10,17 +10,6 @@ import Testing
 struct ReplayDeadLettersSQLTests {
     let worker = UUID()
 
-    func sqlState(_ body: () throws -> Void) -> String? {
-        do {
-            try body()
-            return nil
-        } catch let error as PostgresError {
-            return error.sqlState
-        } catch {
-            return "not a PostgresError: \(error)"
-        }
-    }
-
     @Test func dryRunSelectsButChangesNothing() throws {
         try ControlFixture.with { fixture throws in
             let a = try fixture.deadLetter(failedAgo: 300)

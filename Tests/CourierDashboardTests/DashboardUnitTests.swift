@@ -73,6 +73,55 @@ import Testing
     }
 }
 
+/// A clock a test moves by hand.
+final class ManualClock: @unchecked Sendable {
+    private let lock = NSLock()
+    private var current = ContinuousClock.now
+    var now: ContinuousClock.Instant { lock.withLock { current } }
+    func advance(_ by: Duration) { lock.withLock { current += by } }
+}
+
+@Suite struct DashboardSessionTests {
+    static let token = "the-token-0123456789"
+    static func request(_ session: String?) -> HTTPServer.Request {
+        HTTPServer.Request(method: "GET", path: "/", headers: [.init("Cookie", "courier_session=\(session ?? "")")])
+    }
+
+    @Test func aSessionEndsAfterItsLifetime() {
+        let clock = ManualClock()
+        let auth = DashboardAuth(token: Self.token, sessionLifetime: .seconds(3600), now: { clock.now })
+        let session = auth.login(candidate: Self.token)
+        #expect(auth.identify(Self.request(session))?.kind == .session)
+        #expect(auth.cookie(session).hasSuffix("; Max-Age=3600"), "the browser drops it too")
+        clock.advance(.seconds(3599))
+        #expect(auth.identify(Self.request(session))?.kind == .session)
+        clock.advance(.seconds(2))
+        #expect(auth.identify(Self.request(session)) == nil, "an expired session must log in again")
+        #expect(auth.identify(HTTPServer.Request(method: "GET", path: "/", headers: [.init("Authorization", "Bearer \(Self.token)")]))?.kind
+                == .bearer, "the token itself does not expire")
+    }
+
+    @Test func loginsBeyondTheMaximumEndTheOldestSession() {
+        let clock = ManualClock()
+        let auth = DashboardAuth(token: Self.token, maximumSessions: 3, now: { clock.now })
+        var sessions: [String?] = []
+        for _ in 0..<4 {
+            sessions.append(auth.login(candidate: Self.token))
+            clock.advance(.seconds(1))
+        }
+        #expect(auth.identify(Self.request(sessions[0])) == nil, "the oldest made room")
+        #expect(sessions[1...].allSatisfy { auth.identify(Self.request($0))?.kind == .session })
+    }
+
+    @Test func loggingOutEndsTheSession() {
+        let auth = DashboardAuth(token: Self.token)
+        let session = auth.login(candidate: Self.token)
+        auth.logout(Self.request(session))
+        #expect(auth.identify(Self.request(session)) == nil)
+        #expect(auth.cookie(nil).hasSuffix("Max-Age=0"))
+    }
+}
+
 @Suite struct SVGChartTests {
     @Test func pathsSpanTheAreaAndScaleToTheMaximum() {
         #expect(SVGChart.linePath([]) == "")

@@ -13,12 +13,19 @@ import Testing
 ///
 /// Time: the whole sequence runs in one transaction, so the database's `now()` stands
 /// still; moving time forward shifts the row's timestamps back instead, and the Swift
-/// clock forward by the same amount. Jitter is 1 on both sides (cooldownJitter 0,
-/// p_jitter 1), so open periods must agree to the millisecond.
+/// clock forward by the same amount. In the first test jitter is 1 on both sides
+/// (cooldownJitter 0, p_jitter 1), so open periods must agree to the millisecond. In the
+/// second the Swift machine draws its factors from a seeded generator and the database
+/// is given the same factors (as a worker gives it the factor it drew), so the open
+/// periods must agree to within the millisecond the factor's rounding leaves; that one
+/// found the SQL breaker compounding jitter across failed probes (fixed by 0020).
 @Suite struct BreakerAgreementTests {
     static let destination = "https://agree.example.com:443"
     static let policy = BreakerPolicy(failureThreshold: 4, window: .seconds(10), minimumVolume: 8, failureRateThreshold: 0.5,
                                       cooldown: .seconds(5), cooldownMax: .seconds(40), probeLease: .seconds(3), cooldownJitter: 0)
+    static let jitteredPolicy = BreakerPolicy(failureThreshold: 4, window: .seconds(10), minimumVolume: 8, failureRateThreshold: 0.5,
+                                              cooldown: .seconds(5), cooldownMax: .seconds(40), probeLease: .seconds(3),
+                                              cooldownJitter: 0.2)
     static var report: BreakersTable.ReportPolicy {
         BreakersTable.ReportPolicy(
             failureThreshold: policy.failureThreshold, windowMilliseconds: policy.window.milliseconds,
@@ -72,22 +79,35 @@ import Testing
         var windowFailures: Int
         /// Until the next probe may be granted (open) or the probe lease ends (half-open), in ms; nil when closed or forced.
         var remaining: Int64?
+        /// Equal, open periods within `tolerance` ms.
+        func agrees(with other: Observed, tolerance: Int64) -> Bool {
+            var a = self, b = other
+            guard let x = a.remaining, let y = b.remaining else { return a == b }
+            a.remaining = nil
+            b.remaining = nil
+            return a == b && abs(x - y) <= tolerance
+        }
         var description: String {
             "\(state) consecutive=\(consecutiveFailures) window=\(windowSuccesses)/\(windowFailures) remaining=\(remaining.map(String.init) ?? "-")"
         }
     }
 
     /// Runs one sequence against both; returns how many transitions both made.
-    func run(seed: UInt64, steps: Int, db: PostgresConnection) throws -> Int {
+    /// With `jittered`, the Swift machine runs under ``jitteredPolicy`` and draws its
+    /// factors from a seeded generator; each factor is drawn first from a copy of that
+    /// generator and handed to the database.
+    func run(seed: UInt64, steps: Int, jittered: Bool = false, db: PostgresConnection) throws -> Int {
         var rng = SplitMix64(seed: seed)
-        var unused = SplitMix64(seed: 0)
+        var factors = SplitMix64(seed: seed &+ 1_000)
+        let policy = jittered ? Self.jitteredPolicy : Self.policy
+        let tolerance: Int64 = jittered ? 1 : 0
         let destination = Self.destination + "/\(seed)"
         try db.query("begin")
         defer { _ = try? db.query("rollback") }
         let start = try db.query("select now()").rows[0].decode(0, as: Date.self)
         var elapsed: Int64 = 0
         var now: Date { start.addingTimeInterval(Double(elapsed) / 1000) }
-        var swift = BreakerStateMachine(policy: Self.policy, now: start)
+        var swift = BreakerStateMachine(policy: policy, now: start)
         try db.query("insert into courier.breakers (destination) values (\(destination))")
         var swiftToken: Int64?, sqlToken: Int64?
         var transitions = 0
@@ -98,10 +118,13 @@ import Testing
             let before = swift.state.name
             switch event {
             case .evidence(let evidence):
-                _ = swift.apply(evidence, now: now, using: &unused)
+                var next = factors
+                var report = Self.report
+                report.openMilliseconds = policy.jitteredCooldown(policy.cooldown, using: &next).milliseconds
+                _ = swift.apply(evidence, now: now, using: &factors)
                 let state = try BreakersTable.report(
                     destination: destination, successes: evidence.successes, failures: evidence.failures,
-                    trailingFailures: evidence.consecutiveFailures, worker: "w", policy: Self.report, on: db)
+                    trailingFailures: evidence.consecutiveFailures, worker: "w", policy: report, on: db)
                 #expect(state == swift.state.name.rawValue, "\(context): report returned \(state)")
             case .advance(let ms):
                 elapsed += ms
@@ -124,11 +147,13 @@ import Testing
                 }
             case .probeResult(let succeeded, let stale):
                 guard let swiftCurrent = swiftToken, let sqlCurrent = sqlToken else { continue }
+                var next = factors
+                let factor = policy.cooldownJitterFactor(using: &next)
                 let action = swift.recordProbe(generation: stale ? swiftCurrent - 1 : swiftCurrent, succeeded: succeeded,
-                                               now: now, using: &unused)
+                                               now: now, using: &factors)
                 let sqlState = try BreakersTable.probeResult(
                     destination: destination, generation: stale ? sqlCurrent - 1 : sqlCurrent, succeeded: succeeded,
-                    worker: "w", policy: Self.report, jitter: 1, on: db)
+                    worker: "w", policy: Self.report, jitter: factor, on: db)
                 #expect((action == .staleProbeIgnored) == (sqlState == nil), "\(context): stale swift=\(action) sql=\(sqlState ?? "nil")")
             case .forceOpen:
                 _ = swift.forceOpen(now: now)
@@ -143,8 +168,9 @@ import Testing
             if swift.state.name != before { transitions += 1 }
             let expected = observe(swift, now: now)
             let actual = try observe(db, destination)
-            #expect(actual == expected, "\(context)\n  sql:   \(actual)\n  swift: \(expected)")
-            if actual != expected { return transitions }  // the rest would only repeat the first difference
+            let agree = actual.agrees(with: expected, tolerance: tolerance)
+            #expect(agree, "\(context)\n  sql:   \(actual)\n  swift: \(expected)")
+            if !agree { return transitions }  // the rest would only repeat the first difference
         }
         return transitions
     }
@@ -185,5 +211,45 @@ import Testing
             // The sequences must exercise the machine, not idle in one state.
             #expect(transitions > 200, "only \(transitions) transitions")
         }
+    }
+
+    @Test func sqlAndSwiftAgreeUnderTheSameJitter() throws {
+        try CourierTestDatabase.with { (_, db) throws in
+            var transitions = 0
+            for seed in UInt64(1)...40 {
+                transitions += try run(seed: seed, steps: 150, jittered: true, db: db)
+            }
+            #expect(transitions > 200, "only \(transitions) transitions")
+        }
+    }
+
+    /// The rule itself, on one destination: failed probes double the nominal cooldown and
+    /// jitter only the open period (5 s nominal, factor 1.2 every time: 6, 12, 24, 40 s cap).
+    @Test func failedProbesDoubleTheNominalCooldownNotTheJitteredOne() throws {
+        try CourierTestDatabase.with { (_, db) throws in
+            let destination = Self.destination + "/doubling"
+            var report = Self.report
+            report.openMilliseconds = 6_000
+            #expect(try BreakersTable.report(destination: destination, successes: 0, failures: 4, trailingFailures: 4,
+                                             worker: "w", policy: report, on: db) == "open")
+            var periods = [try openPeriod(db, destination)]
+            for _ in 0..<3 {
+                try db.query("update courier.breakers set open_until = now() where destination = \(destination)")
+                let generation = try #require(try BreakersTable.tryProbe(destination: destination, worker: UUID(),
+                                                                          probeLeaseMilliseconds: 3_000, on: db))
+                #expect(try BreakersTable.probeResult(destination: destination, generation: generation, succeeded: false,
+                                                      worker: "w", policy: Self.report, jitter: 1.2, on: db) == "open")
+                periods.append(try openPeriod(db, destination))
+            }
+            #expect(periods == [6_000, 12_000, 24_000, 40_000])
+        }
+    }
+
+    /// The open period of the breaker's current opening, in ms.
+    func openPeriod(_ db: PostgresConnection, _ destination: String) throws -> Int64 {
+        try db.query("""
+            select (extract(epoch from open_until - changed_at) * 1000)::bigint from courier.breakers
+            where destination = \(destination)
+            """).rows[0].decode(0, as: Int64.self)
     }
 }

@@ -455,23 +455,26 @@ import Testing
             row = try failProbe(jitter: 1.2)
             #expect(row.cooldownMilliseconds == 3000, "jitter never exceeds the maximum")
 
-            // The jitter factor scales the doubled cooldown.
+            // The jitter factor scales only the open period; the nominal cooldown doubles
+            // (0020: the factors used to compound across failed probes).
             try db.query("update courier.breakers set cooldown_ms = 1000 where destination = \(Self.destination)")
             row = try failProbe(jitter: 0.8)
-            #expect(row.cooldownMilliseconds == 1600 && row.openForMilliseconds == 1600)
+            #expect(row.cooldownMilliseconds == 2000 && row.openForMilliseconds == 1600)
             try db.query("update courier.breakers set cooldown_ms = 1000 where destination = \(Self.destination)")
             row = try failProbe(jitter: 1.2)
-            #expect(row.cooldownMilliseconds == 2400 && row.openForMilliseconds == 2400)
-            // Never below the base, whatever the jitter.
+            #expect(row.cooldownMilliseconds == 2000 && row.openForMilliseconds == 2400)
+            row = try failProbe(jitter: 1.2)
+            #expect(row.cooldownMilliseconds == 3000 && row.openForMilliseconds == 3000, "4 s nominal capped at 3 s, 3.6 s open capped too")
+            // As in BreakerStateMachine, the factor is not clamped to the base: 0.1 × 2 s.
             try db.query("update courier.breakers set cooldown_ms = 1000 where destination = \(Self.destination)")
             row = try failProbe(jitter: 0.1)
-            #expect(row.cooldownMilliseconds == 1000)
+            #expect(row.cooldownMilliseconds == 2000 && row.openForMilliseconds == 200)
 
             // The jobs stay held through every reopening, attempts untouched.
             let stillHeld = try db.query("select count(*)::bigint from courier.jobs where id = any(\(ids)) and held_since is not null and attempt = 0")
                 .rows[0].decode(0, as: Int.self)
             #expect(stillHeld == ids.count)
-            #expect(try Self.events(db).filter { $0.reason == "probe_failed" }.count == 6)
+            #expect(try Self.events(db).filter { $0.reason == "probe_failed" }.count == 7)
         }
     }
 

@@ -15,13 +15,13 @@ import Testing
             let connection = try login.connect()
             defer { connection.close() }
 
-            #expect(RoleGrantTests.sqlState {
+            #expect(sqlState {
                 _ = try connection.query("select courier.enqueue(url => 'https://attacker.example/fail', destination => 'https://partner.example.com:443')")
             } == "42501")
-            #expect(RoleGrantTests.sqlState {
+            #expect(sqlState {
                 _ = try connection.query("select courier.enqueue(url => 'https://attacker.example/fail', destination => 'partner-billing')")
             } == "42501", "nor a label of the operators' choosing")
-            #expect(RoleGrantTests.sqlState {
+            #expect(sqlState {
                 _ = try connection.query("select courier.enqueue_job('report.build', '{}', destination => 'https://partner.example.com:443')")
             } == "42501")
             #expect(try admin.query("select count(*)::bigint from courier.jobs").rows[0].decode(0, as: Int.self) == 0, "nothing was filed")
@@ -44,6 +44,72 @@ import Testing
         }
     }
 
+    /// The owner of `courier.jobs` (who ran the migrations; on a managed database not a
+    /// superuser) is an operator: the destination check lets it name any label even when
+    /// it is neither a worker nor an admin, while an enqueuer still may not.
+    @Test func theJobsTablesOwnerMayNameAnyDestinationWithoutBeingAWorkerOrAdmin() throws {
+        try CourierTestDatabase.with { database, admin in
+            let owner = try RoleGrantTests.Login.create(memberOf: "courier_enqueue", database: database)
+            defer { owner.drop() }
+            let isSuperuser = try admin.query("select rolsuper from pg_roles where rolname = \(owner.name)").rows[0].decode(0, as: Bool.self)
+            #expect(!isSuperuser)
+            try admin.simpleQuery("alter table courier.jobs owner to \(owner.name)")
+            defer { try? admin.simpleQuery("alter table courier.jobs owner to current_user") }
+            let connection = try owner.connect()
+            defer { connection.close() }
+            _ = try connection.query("select courier.enqueue(url => 'https://a.example/x', destination => 'partner-billing')")
+
+            let enqueuer = try RoleGrantTests.Login.create(memberOf: "courier_enqueue", database: database)
+            defer { enqueuer.drop() }
+            let other = try enqueuer.connect()
+            defer { other.close() }
+            #expect(sqlState {
+                _ = try other.query("select courier.enqueue(url => 'https://a.example/x', destination => 'partner-billing')")
+            } == "42501", "an enqueuer that does not own the table is still refused")
+            #expect(try admin.query("select count(*)::bigint from courier.jobs where destination = 'partner-billing'").rows[0].decode(0, as: Int.self) == 1)
+        }
+    }
+
+    /// The attack: probe for another caller's work by enqueuing with its unique_key and
+    /// watching whether a new id comes back (and whose). Keys are unique per enqueuing
+    /// role (sql/0021): another role's key neither matches, nor blocks, nor reveals.
+    @Test func aUniqueKeyOfOneRoleNeitherMatchesNorRevealsAnothersJob() throws {
+        try CourierTestDatabase.with { database, admin in
+            let alice = try RoleGrantTests.Login.create(memberOf: "courier_enqueue", database: database)
+            defer { alice.drop() }
+            let mallory = try RoleGrantTests.Login.create(memberOf: "courier_enqueue", database: database)
+            defer { mallory.drop() }
+            let a = try alice.connect()
+            defer { a.close() }
+            let m = try mallory.connect()
+            defer { m.close() }
+            func enqueue(_ connection: PostgresConnection, key: String) throws -> Int64 {
+                try connection.query("select courier.enqueue(url => 'https://shop.example.com/hook', unique_key => \(key))")
+                    .rows[0].decode(0, as: Int64.self)
+            }
+            let alices = try enqueue(a, key: "order-42")
+            let mallorys = try enqueue(m, key: "order-42")
+            #expect(mallorys != alices, "another role's key must not hand back its job's id")
+            #expect(try enqueue(a, key: "order-42") == alices, "a role's own key still deduplicates")
+            #expect(try enqueue(m, key: "order-42") == mallorys)
+            // The same for handler jobs.
+            let job = try a.query("select courier.enqueue_job('report.build', unique_key => 'r-1')").rows[0].decode(0, as: Int64.self)
+            #expect(try m.query("select courier.enqueue_job('report.build', unique_key => 'r-1')").rows[0].decode(0, as: Int64.self) != job)
+            #expect(try admin.query("select count(*)::bigint from courier.jobs").rows[0].decode(0, as: Int.self) == 4)
+            let scopes = try admin.query("select distinct unique_scope from courier.jobs order by 1").rows.map { try $0.decode(0, as: String.self) }
+            #expect(scopes == [alice.name, mallory.name].sorted())
+
+            // The trusted COPY path scopes by its role too, and deduplicates within it.
+            var requests = [EnqueueRequest(url: "https://shop.example.com/hook"), EnqueueRequest(url: "https://shop.example.com/hook")]
+            requests[0].uniqueKey = "order-42"
+            requests[1].uniqueKey = "order-42"
+            let result = try JobsTable.enqueueMany(requests, on: admin)
+            #expect(result.inserted == 1 && result.skippedByUniqueKey == 1)
+            #expect(try JobsTable.enqueueMany([requests[0]], on: admin).inserted == 0)
+            #expect(try enqueue(a, key: "order-42") == alices)
+        }
+    }
+
     /// `jobctl enqueue --ndjson` with only the enqueuer role: the bulk path falls back to
     /// `courier.enqueue` per line, still all or nothing.
     @Test func anEnqueuerCanBulkEnqueue() throws {
@@ -63,7 +129,7 @@ import Testing
             // All or nothing: a bad line leaves nothing behind.
             var bad = [EnqueueRequest(url: "https://e.com/ok"), EnqueueRequest(url: "https://e.com/bad")]
             bad[1].destination = "https://other.example:443"
-            #expect(RoleGrantTests.sqlState { _ = try JobsTable.enqueueMany(bad, on: connection) } == "42501")
+            #expect(sqlState { _ = try JobsTable.enqueueMany(bad, on: connection) } == "42501")
             #expect(try admin.query("select count(*)::bigint from courier.jobs").rows[0].decode(0, as: Int.self) == 4)
         }
     }

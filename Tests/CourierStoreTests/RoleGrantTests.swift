@@ -37,18 +37,6 @@ import Testing
         }
     }
 
-    /// Runs `body` and returns the SQLSTATE it failed with (nil when it succeeded).
-    static func sqlState(_ body: () throws -> Void) -> String? {
-        do {
-            try body()
-            return nil
-        } catch let error as PostgresError {
-            return error.sqlState ?? "no SQLSTATE: \(error)"
-        } catch {
-            return "not a PostgresError: \(error)"
-        }
-    }
-
     @Test func theGroupRolesExistWithoutLogin() throws {
         try CourierTestDatabase.with { _, connection in
             let rows = try connection.query("""
@@ -106,7 +94,7 @@ import Testing
             }
             #expect(try admin.query("select count(*)::bigint from courier.jobs").rows[0].decode(0, as: Int.self) == 4)
             // Bad input is still refused with the function's own error.
-            #expect(Self.sqlState { _ = try connection.query("select courier.enqueue('ftp://e.com')") } == "22023")
+            #expect(sqlState { _ = try connection.query("select courier.enqueue('ftp://e.com')") } == "22023")
 
             let denied: [String] = [
                 "select * from courier.jobs",
@@ -130,7 +118,7 @@ import Testing
                 "select * from courier.queue_settings",
             ]
             for statement in denied {
-                #expect(Self.sqlState { _ = try connection.query(PostgresQuery(unsafeSQL: statement)) } == "42501", "\(statement) must be refused")
+                #expect(sqlState { _ = try connection.query(PostgresQuery(unsafeSQL: statement)) } == "42501", "\(statement) must be refused")
             }
             #expect(try admin.query("select count(*)::bigint from courier.jobs").rows[0].decode(0, as: Int.self) == 4,
                     "nothing was deleted")
@@ -181,7 +169,7 @@ import Testing
                 "delete from courier.breaker_events",
             ]
             for statement in denied {
-                #expect(Self.sqlState { _ = try connection.query(PostgresQuery(unsafeSQL: statement)) } == "42501", "\(statement) must be refused")
+                #expect(sqlState { _ = try connection.query(PostgresQuery(unsafeSQL: statement)) } == "42501", "\(statement) must be refused")
             }
         }
     }

@@ -104,6 +104,32 @@ import Testing
         }
     }
 
+    /// courier_breaker_transitions_total comes from totals kept beside the events, so it
+    /// neither walks the events table nor goes down when old events are pruned.
+    @Test func breakerTransitionTotalsOutlivePrunedEvents() throws {
+        try CourierTestDatabase.with { _, db in
+            let destination = "https://totals.example.com:443"
+            let policy = BreakersTable.ReportPolicy(failureThreshold: 1, windowMilliseconds: 10_000, minimumVolume: 10, failureRate: 0.5,
+                                                    cooldownMilliseconds: 1_000, cooldownMaxMilliseconds: 1_000, probeLeaseMilliseconds: 1_000)
+            #expect(try BreakersTable.report(destination: destination, successes: 0, failures: 1, trailingFailures: 1,
+                                             worker: "w", policy: policy, on: db) == "open")
+            try db.query("update courier.breakers set open_until = now() where destination = \(destination)")
+            let generation = try #require(try BreakersTable.tryProbe(destination: destination, worker: UUID(),
+                                                                      probeLeaseMilliseconds: 1_000, on: db))
+            _ = try BreakersTable.probeResult(destination: destination, generation: generation, succeeded: true, worker: "w",
+                                              policy: policy, jitter: 1, on: db)
+            func totals() throws -> [String: Int] {
+                Dictionary(uniqueKeysWithValues: try StatsQueries.breakerTransitionCounts(on: db).map { ("\($0.from)>\($0.to)", $0.count) })
+            }
+            let expected = ["closed>open": 1, "open>half_open": 1, "half_open>closed": 1]
+            #expect(try totals() == expected)
+            try db.execute("update courier.breaker_events set at = now() - interval '30 days'")
+            #expect(try BreakersTable.pruneEvents(olderThanMilliseconds: 86_400_000, on: db) == 3)
+            #expect(try count("select count(*)::int from courier.breaker_events", on: db) == 0)
+            #expect(try totals() == expected, "pruning must not lower a counter")
+        }
+    }
+
     @Test func theAutomaticDeadLetterPurgeIsBounded() throws {
         try CourierTestDatabase.with { _, db in
             try deadLetters(50, ageSeconds: 7200, replayed: false, on: db)

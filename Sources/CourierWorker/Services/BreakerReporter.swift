@@ -99,12 +99,13 @@ final class BreakerReporter: WorkerService, @unchecked Sendable {
         guard !batch.isEmpty else { return }
         let worker = configuration.worker.uuidString.lowercased()
         // The first open period is jittered like the later ones (which the database scales
-        // by the factor a probe result carries), so breakers that trip together spread out.
+        // by the factor a probe result carries), so breakers that trip together spread out;
+        // the database keeps the nominal cooldown for the next doubling.
         let cooldowns = batch.map { _ in Int64(random(configuration.breakerPolicy).milliseconds) }
         _ = session.run { store in
             for ((destination, gathered), cooldown) in zip(batch, cooldowns) {
                 var policy = self.configuration.breakerPolicy.reportPolicy
-                policy.cooldownMilliseconds = cooldown
+                policy.openMilliseconds = cooldown
                 let state = try store.breakerReport(
                     destination: destination, successes: gathered.successes, failures: gathered.failures,
                     trailingFailures: gathered.consecutiveFailures, worker: worker, policy: policy)
