@@ -1,6 +1,5 @@
 import CourierCLI
 import CourierCore
-import Postgres
 
 /// A failure of a jobctl command, with the exit code the contract gives it:
 /// 1 runtime failure, 2 bad usage or input, 3 nothing matched.

@@ -1,5 +1,5 @@
+import CourierStore
 import Foundation
-import Postgres
 
 /// A private PostgreSQL cluster for development and tests (`jobctl devdb`), made
 /// from the installed server programs. It listens on 127.0.0.1 and on a Unix
@@ -91,12 +91,7 @@ public struct DevDatabase: Sendable {
                 throw Failure(description: failure.description + "\n" + logTail())
             }
         }
-        let admin = try PostgresConnection.connect(PostgresConfiguration(connectionString: url(database: "postgres")))
-        defer { admin.close() }
-        let exists = try admin.query("select 1 from pg_database where datname = 'courier'").rows.isEmpty == false
-        if !exists {
-            try admin.simpleQuery("create database courier")
-        }
+        try ControlStore.databaseCreateIfMissing("courier", adminConfiguration: DatabaseConfiguration(connectionString: url(database: "postgres")))
         return databaseURL
     }
 

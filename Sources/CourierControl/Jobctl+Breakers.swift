@@ -2,11 +2,10 @@ import CourierCLI
 import CourierCore
 import CourierStore
 import Foundation
-import Postgres
 
 extension Jobctl {
     static func breakers(_ command: ParsedCommand, io: ControlIO) throws {
-        let views = try withDatabase(command, io: io) { try BreakersTable.list(on: $0) }
+        let views = try withDatabase(command, io: io) { try $0.breakersList() }
         if command.flag("json") {
             try io.printJSON(views)
             return
@@ -29,8 +28,8 @@ extension Jobctl {
         let action = BreakersTable.ForceAction(rawValue: command.path.last ?? "") ?? .reset
         let actor = "jobctl:\(ProcessInfo.processInfo.hostName)"
         let (known, before) = try withDatabase(command, io: io) { connection in
-            (try BreakersTable.isKnown(destination: destination, on: connection),
-             try BreakersTable.force(destination: destination, action: action, actor: actor, on: connection))
+            (try connection.breakerIsKnown(destination: destination),
+             try connection.breakerForce(destination: destination, action: action, actor: actor))
         }
         if !known {
             io.printError("warning: no breaker, waiting job or dead letter has destination '\(destination)'; destinations are written scheme://host:port, as 'jobctl breakers' shows\n")

@@ -3,7 +3,6 @@ import CourierCore
 import CourierDashboard
 import CourierHTTPServer
 import CourierStore
-import Postgres
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -27,8 +26,8 @@ extension Jobctl {
             guard line.count >= 16 else { throw ControlError.badInput("error: --token-file: the token must be at least 16 characters") }
             token = line
         }
-        let resolved = PostgresConfiguration.resolve(flag: command.value("database-url"), environment: io.environment)
-        if let problem = PostgresConnectionString.problem(resolved.connectionString) {
+        let resolved = DatabaseConfiguration.resolve(flag: command.value("database-url"), environment: io.environment)
+        if let problem = ControlStore.connectionStringProblem(resolved.connectionString) {
             throw ControlError.badInput("error: --database-url (or DATABASE_URL): \(problem)")
         }
         let store = DashboardStore(.init(database: DatabaseConfiguration(connectionString: resolved.connectionString,

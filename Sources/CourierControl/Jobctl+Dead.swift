@@ -2,7 +2,6 @@ import CourierCLI
 import CourierCore
 import CourierStore
 import Foundation
-import Postgres
 
 extension Jobctl {
     /// The dead-letter filters shared by `dead list` and `dead replay`; bad values name the flag.
@@ -41,10 +40,10 @@ extension Jobctl {
         filter.ids = ids.isEmpty ? nil : ids
         filter.limit = try command.int("limit", range: 1...1_000_000) ?? 50
         let (letters, note) = try withDatabase(command, io: io) { db in
-            let letters = try DeadLettersTable.list(filter, on: db)
+            let letters = try db.deadLettersList(filter)
             if letters.isEmpty { try noteUnusedDestinations(command.values("destination"), on: db, io: io) }
             let count = letters.count < filter.limit! ? CappedCount(counted: letters.count, cap: JobsTable.listCountCap)
-                : try DeadLettersTable.count(filter, on: db)
+                : try db.deadLettersCount(filter)
             return (letters, truncationNote(shown: letters.count, of: count, nextAfter: nil))
         }
         if letters.isEmpty && !command.flag("json") {
@@ -107,14 +106,14 @@ extension Jobctl {
     static func findDeadLetter(_ command: ParsedCommand, io: ControlIO) throws -> DeadLettersTable.Letter {
         if let job = command.value("job") {
             let jobID = try jobID(job, flag: "--job", command: command)
-            guard let letter = try withDatabase(command, io: io, { try DeadLettersTable.get(jobID: jobID, on: $0) }) else {
+            guard let letter = try withDatabase(command, io: io, { try $0.deadLetterGet(jobID: jobID) }) else {
                 throw ControlError.notFound("error: job \(jobID) has no dead letter")
             }
             return letter
         }
         let id = try deadLetterIDs(Array(command.positionals("id").prefix(1)), flag: "ID").first ?? 0
         let (byID, byJob) = try withDatabase(command, io: io) { db in
-            (try DeadLettersTable.get(id: id, on: db), try DeadLettersTable.get(jobID: id, on: db))
+            (try db.deadLetterGet(id: id), try db.deadLetterGet(jobID: id))
         }
         if let letter = byID {
             if let other = byJob, other.id != letter.id {
@@ -156,20 +155,20 @@ extension Jobctl {
         let json = command.flag("json")
         try withDatabase(command, io: io) { db in
             if command.flag("dry-run") {
-                try printDryRun(DeadLettersTable.countByDestination(filter, on: db), rate: rate, json: json, io: io)
+                try printDryRun(db.deadLettersCountByDestination(filter), rate: rate, json: json, io: io)
                 return
             }
             // Two forced replays at once would each replay the dead letters the other replays.
             if filter.includeReplayed {
-                guard try DeadLettersTable.tryLockForcedReplay(on: db) else {
+                guard try db.deadLettersTryLockForcedReplay() else {
                     throw ControlError.runtime("error: another 'jobctl dead replay --force' is running on this database; "
                         + "wait for it to finish (two at once would replay the same dead letters twice)")
                 }
             }
-            defer { if filter.includeReplayed { try? DeadLettersTable.unlockForcedReplay(on: db) } }
+            defer { if filter.includeReplayed { try? db.deadLettersUnlockForcedReplay() } }
             // The database's clock paces the replay and fences --force, never this machine's.
-            let startAt = try DeadLettersTable.databaseNow(on: db)
-            let total = try DeadLettersTable.countByDestination(filter, on: db).reduce(0) { $0 + $1.count }
+            let startAt = try db.databaseNow()
+            let total = try db.deadLettersCountByDestination(filter).reduce(0) { $0 + $1.count }
             // Progress only on a terminal, and not with --json: otherwise a summary at the end.
             let progress = Progress(io: json ? io.withoutTerminal : io, total: total, label: "replayed")
             var summary = ReplaySummary(replayed: 0, dryRun: false, ratePerSecond: rate, byDestination: [:],
@@ -178,9 +177,9 @@ extension Jobctl {
             while true {
                 let chunk = min(replayChunkSize, (filter.limit ?? Int.max) - summary.replayed)
                 guard chunk > 0 else { break }
-                let replayed = try DeadLettersTable.replayChunk(
+                let replayed = try db.deadLettersReplayChunk(
                     filter, ratePerSecond: rate, startAt: startAt, startIndex: summary.replayed, chunk: chunk,
-                    dryRun: false, replayedBefore: filter.includeReplayed ? startAt : nil, on: db)
+                    dryRun: false, replayedBefore: filter.includeReplayed ? startAt : nil)
                 if replayed.isEmpty { break }
                 summary.replayed += replayed.count
                 for r in replayed { summary.byDestination[r.destination, default: 0] += 1 }
@@ -241,8 +240,8 @@ extension Jobctl {
             throw ControlError.badInput("error: give dead letter ids or --older-than DURATION")
         }
         let deleted = try withDatabase(command, io: io) { db in
-            ids.isEmpty ? try DeadLettersTable.purge(olderThanMilliseconds: Int64(olderThan!.milliseconds), on: db)
-                : try DeadLettersTable.purge(ids: ids, on: db)
+            ids.isEmpty ? try db.deadLettersPurge(olderThanMilliseconds: Int64(olderThan!.milliseconds))
+                : try db.deadLettersPurge(ids: ids)
         }
         if command.flag("json") { try io.printJSON(["purged": deleted]) } else { io.print("purged \(deleted) dead letters") }
         if deleted == 0 && !ids.isEmpty { throw ControlError.notFound("error: no dead letter matched") }

@@ -2,11 +2,10 @@ import CourierCLI
 import CourierCore
 import CourierStore
 import Foundation
-import Postgres
 
 extension Jobctl {
     static func destinations(_ command: ParsedCommand, io: ControlIO) throws {
-        let rows = try withDatabase(command, io: io) { try DestinationsTable.overview(on: $0) }
+        let rows = try withDatabase(command, io: io) { try $0.destinationsOverview() }
         if command.flag("json") {
             try io.printJSON(rows)
             return
@@ -28,7 +27,7 @@ extension Jobctl {
         changes.burst = traffic.burst
         changes.slowStartMilliseconds = traffic.slowStartMilliseconds
         changes.retryBudgetPercent = traffic.retryBudgetPercent
-        let stored = try withDatabase(command, io: io) { try DestinationsTable.merge(changes, on: $0) }
+        let stored = try withDatabase(command, io: io) { try $0.destinationMerge(changes) }
         if command.flag("json") {
             try io.printJSON(stored)
         } else {
@@ -38,7 +37,7 @@ extension Jobctl {
 
     static func destinationReset(_ command: ParsedCommand, io: ControlIO) throws {
         let destination = try destinationArgument(command)
-        let removed = try withDatabase(command, io: io) { try DestinationsTable.remove(destination: destination, on: $0) }
+        let removed = try withDatabase(command, io: io) { try $0.destinationRemove(destination: destination) }
         guard removed else {
             throw ControlError.notFound("error: destination '\(destination)' has no policy (see 'jobctl destinations')")
         }
@@ -51,7 +50,7 @@ extension Jobctl {
 
     static func destinationPause(_ command: ParsedCommand, io: ControlIO, paused: Bool) throws {
         let destination = try destinationArgument(command)
-        let stored = try withDatabase(command, io: io) { try DestinationsTable.setPaused(destination: destination, paused, on: $0) }
+        let stored = try withDatabase(command, io: io) { try $0.destinationPause(destination: destination, paused: paused) }
         if command.flag("json") {
             try io.printJSON(stored)
         } else {
@@ -64,7 +63,7 @@ extension Jobctl {
         guard let queue = command.positionals("queue").first, QueueSettingsTable.isValidQueueName(queue) else {
             throw ControlError.badInput("error: QUEUE: must be \(QueueName.rule)")
         }
-        let before = try withDatabase(command, io: io) { try QueueSettingsTable.setPaused(queue: queue, paused, on: $0) }
+        let before = try withDatabase(command, io: io) { try $0.queuePause(queue: queue, paused: paused) }
         if command.flag("json") {
             try io.printJSON(["queue": queue, "paused": paused ? "true" : "false", "was_paused": before ? "true" : "false"])
         } else {

@@ -3,7 +3,6 @@ import CourierCore
 import CourierStore
 import Dispatch
 import Foundation
-import Postgres
 
 extension Jobctl {
     static func enqueue(_ command: ParsedCommand, io: ControlIO) throws {
@@ -18,7 +17,7 @@ extension Jobctl {
         } catch {
             throw ControlError.flag(error)
         }
-        let id = try withDatabase(command, io: io) { try JobsTable.enqueue(request, on: $0) }
+        let id = try withDatabase(command, io: io) { try $0.jobEnqueue(request) }
         if command.flag("json") {
             try io.printJSON(["id": id])
         } else {
@@ -119,7 +118,7 @@ extension Jobctl {
         let requests = try parseNDJSON(data)
         let progress = Progress(io: io, total: requests.count, label: "enqueued")
         let result = try withDatabase(command, io: io) {
-            try JobsTable.enqueueMany(requests, on: $0, progress: { progress.update($0) })
+            try $0.jobsEnqueueMany(requests, progress: { progress.update($0) })
         }
         progress.finish()
         if command.flag("json") {

@@ -2,12 +2,11 @@ import CourierCLI
 import CourierCore
 import CourierStore
 import Foundation
-import Postgres
 
 extension Jobctl {
     static func show(_ command: ParsedCommand, io: ControlIO) throws {
         let id = try jobID(command.positionals("id").first, flag: "ID", command: command)
-        guard let job = try withDatabase(command, io: io, { try JobsTable.get(id: id, on: $0) }) else {
+        guard let job = try withDatabase(command, io: io, { try $0.jobGet(id: id) }) else {
             throw ControlError.notFound("error: no job \(id) (waiting, running, succeeded within retention, or dead)")
         }
         if command.flag("json") {
@@ -74,7 +73,7 @@ extension Jobctl {
     }
 
     static func workers(_ command: ParsedCommand, io: ControlIO) throws {
-        let workers = try withDatabase(command, io: io) { try WorkersTable.live(on: $0) }
+        let workers = try withDatabase(command, io: io) { try $0.workersLive() }
         if command.flag("json") {
             try io.printJSON(workers)
             return

@@ -2,11 +2,10 @@ import CourierCLI
 import CourierCore
 import CourierStore
 import Foundation
-import Postgres
 
 extension Jobctl {
     static func queues(_ command: ParsedCommand, io: ControlIO) throws {
-        let rows = try withDatabase(command, io: io) { try QueueSettingsTable.all(on: $0) }
+        let rows = try withDatabase(command, io: io) { try $0.queueSettingsAll() }
         if command.flag("json") {
             try io.printJSON(rows.map(QueueSettingsView.init))
             return
@@ -23,14 +22,12 @@ extension Jobctl {
         changes.retryAfterCapMilliseconds = try milliseconds(command, "retry-after-cap", minimum: .zero, maximum: .seconds(604_800))
         changes.backoffMultiplier = try command.double("backoff-multiplier", range: 1...100)
         let stored = try withDatabase(command, io: io) { connection in
-            try connection.withTransaction { tx in
-                let merged = try QueueSettingsTable.merge(changes, on: tx)
+            try connection.queueSettingsMerge(changes) { merged in
                 if let base = merged.backoffBaseMilliseconds, let cap = merged.backoffCapMilliseconds, base > cap {
                     // Rolled back: workers would ignore the row and keep their own flags.
                     let flag = changes.backoffBaseMilliseconds != nil ? "--backoff-base" : "--backoff-cap"
                     throw ControlError.badInput("error: \(flag): the queue's backoff base (\(format(base))) would be longer than its cap (\(format(cap))); nothing was changed")
                 }
-                return merged
             }
         }
         if command.flag("json") {
@@ -42,7 +39,7 @@ extension Jobctl {
 
     static func queueReset(_ command: ParsedCommand, io: ControlIO) throws {
         let queue = try queueArgument(command)
-        let removed = try withDatabase(command, io: io) { try QueueSettingsTable.remove(queue: queue, on: $0) }
+        let removed = try withDatabase(command, io: io) { try $0.queueSettingsRemove(queue: queue) }
         guard removed else { throw ControlError.notFound("error: queue '\(queue)' has no settings (see 'jobctl queues')") }
         if command.flag("json") {
             try io.printJSON(["queue": queue, "settings": "cleared"])

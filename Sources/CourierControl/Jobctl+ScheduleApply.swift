@@ -2,7 +2,6 @@ import CourierCLI
 import CourierCore
 import CourierStore
 import Foundation
-import Postgres
 
 extension Jobctl {
     /// One schedule of a `schedule apply` file, checked.
@@ -105,15 +104,15 @@ extension Jobctl {
         let dryRun = command.flag("dry-run")
         var changes: [(action: String, name: String)] = []
         try withDatabase(command, io: io) { connection in
-            try connection.withTransaction { tx in
+            try connection.transaction { tx in
                 // One apply at a time: two deploys applying different files must not interleave.
-                try tx.query("select pg_advisory_xact_lock(hashtext('courier.schedule_apply'))")
-                let existing = Dictionary(uniqueKeysWithValues: try SchedulesTable.all(on: tx).map { ($0.name, $0) })
+                try tx.schedulesLockApply()
+                let existing = Dictionary(uniqueKeysWithValues: try tx.schedulesAll().map { ($0.name, $0) })
                 for entry in declared {
                     let wanted = entry.schedule
                     guard let stored = existing[wanted.name] else {
                         changes.append(("add", wanted.name))
-                        if !dryRun { try SchedulesTable.add(wanted, on: tx) }
+                        if !dryRun { try tx.scheduleAdd(wanted) }
                         continue
                     }
                     let ruleChanged = stored.cron != wanted.cron || stored.everySeconds != wanted.everySeconds
@@ -128,18 +127,18 @@ extension Jobctl {
                     changes.append(("update", wanted.name))
                     if dryRun { continue }
                     if ruleChanged || zoneChanged || templateChanged || missedChanged {
-                        _ = try SchedulesTable.update(
+                        _ = try tx.scheduleUpdate(
                             wanted.name, template: templateChanged ? wanted.template : nil,
                             cron: ruleChanged ? wanted.cron : nil, everySeconds: ruleChanged ? wanted.everySeconds : nil,
                             timezone: ruleChanged || zoneChanged ? wanted.timezone : nil,
-                            missed: missedChanged ? wanted.missed : nil, on: tx)
+                            missed: missedChanged ? wanted.missed : nil)
                     }
-                    if pausedChanged, let paused = entry.paused { _ = try SchedulesTable.setPaused(wanted.name, paused, on: tx) }
+                    if pausedChanged, let paused = entry.paused { _ = try tx.schedulePause(wanted.name, paused: paused) }
                 }
                 let names = Set(declared.map(\.schedule.name))
                 for name in existing.keys.sorted() where !names.contains(name) {
                     changes.append(("remove", name))
-                    if !dryRun { _ = try SchedulesTable.remove(name, on: tx) }
+                    if !dryRun { _ = try tx.scheduleRemove(name) }
                 }
             }
         }

@@ -2,7 +2,6 @@ import CourierCLI
 import CourierCore
 import CourierStore
 import Foundation
-import Postgres
 
 extension Jobctl {
     // MARK: add / update
@@ -27,10 +26,10 @@ extension Jobctl {
         schedule.template = template.json
         schedule.paused = command.flag("paused")
         try withDatabase(command, io: io) { connection in
-            if try SchedulesTable.find(name, on: connection) != nil {
+            if try connection.scheduleFind(name) != nil {
                 throw ControlError.badInput("error: NAME: schedule '\(name)' exists; change it with 'jobctl schedule update'")
             }
-            try SchedulesTable.add(schedule, on: connection)
+            try connection.scheduleAdd(schedule)
         }
         try printSchedule(name, command: command, io: io, verb: "added")
     }
@@ -38,8 +37,8 @@ extension Jobctl {
     static func scheduleUpdate(_ command: ParsedCommand, io: ControlIO) throws {
         let name = try scheduleNameArgument(command)
         try withDatabase(command, io: io) { connection in
-            try connection.withTransaction { tx in
-                guard var stored = try SchedulesTable.find(name, on: tx) else {
+            try connection.transaction { tx in
+                guard var stored = try tx.scheduleFind(name) else {
                     throw ControlError.notFound("error: no schedule named '\(name)' (see 'jobctl schedules')")
                 }
                 let before = stored
@@ -62,11 +61,11 @@ extension Jobctl {
                 }
                 let json = try checkedTemplate(template).json
                 let ruleChanged = stored.cron != before.cron || stored.everySeconds != before.everySeconds
-                _ = try SchedulesTable.update(
+                _ = try tx.scheduleUpdate(
                     name, template: json,
                     cron: ruleChanged ? stored.cron : nil, everySeconds: ruleChanged ? stored.everySeconds : nil,
                     timezone: command.isSpecified("timezone") ? stored.timezone : nil,
-                    missed: command.isSpecified("missed") ? stored.missed : nil, on: tx)
+                    missed: command.isSpecified("missed") ? stored.missed : nil)
             }
         }
         try printSchedule(name, command: command, io: io, verb: "updated")
@@ -137,7 +136,7 @@ extension Jobctl {
     // MARK: list / show
 
     static func schedulesList(_ command: ParsedCommand, io: ControlIO) throws {
-        let rows = try withDatabase(command, io: io) { try SchedulesTable.all(on: $0) }
+        let rows = try withDatabase(command, io: io) { try $0.schedulesAll() }
         if command.flag("json") {
             try io.printJSON(rows.map { ScheduleView($0, now: Date()) })
             return
@@ -164,7 +163,7 @@ extension Jobctl {
         let nextCount = command.arguments.contains { $0.long == "next" } ? (try command.int("next", range: 0...100) ?? 5) : 5
         let runCount = command.arguments.contains { $0.long == "runs" } ? (try command.int("runs", range: 0...100) ?? 10) : 0
         let (found, runs) = try withDatabase(command, io: io) { connection in
-            (try SchedulesTable.find(name, on: connection), try SchedulesTable.runs(of: name, limit: runCount, on: connection))
+            (try connection.scheduleFind(name), try connection.scheduleRuns(of: name, limit: runCount))
         }
         guard let schedule = found else { throw ControlError.notFound("error: no schedule named '\(name)' (see 'jobctl schedules')") }
         var view = ScheduleView(schedule, now: Date(), next: nextCount)
@@ -206,9 +205,9 @@ extension Jobctl {
         let action = command.path[1]
         let found = try withDatabase(command, io: io) { connection -> Bool in
             switch action {
-            case "pause": try SchedulesTable.setPaused(name, true, on: connection)
-            case "resume": try SchedulesTable.setPaused(name, false, on: connection)
-            default: try SchedulesTable.remove(name, on: connection)
+            case "pause": try connection.schedulePause(name, paused: true)
+            case "resume": try connection.schedulePause(name, paused: false)
+            default: try connection.scheduleRemove(name)
             }
         }
         guard found else { throw ControlError.notFound("error: no schedule named '\(name)' (see 'jobctl schedules')") }

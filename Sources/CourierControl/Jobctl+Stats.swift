@@ -2,7 +2,6 @@ import CourierCLI
 import CourierCore
 import CourierStore
 import Foundation
-import Postgres
 
 extension Jobctl {
     struct StatsView: Encodable {
@@ -26,19 +25,19 @@ extension Jobctl {
         }
     }
 
-    static func statsView(on connection: PostgresConnection) throws -> StatsView {
+    static func statsView(on connection: ControlStore) throws -> StatsView {
         StatsView(
-            queues: try StatsQueries.queueDepths(on: connection),
-            throughputPerMinute: try StatsQueries.succeededLastMinute(on: connection),
-            lastHour: try AttemptStatsTable.summaries(lastSeconds: 3600, by: .queue, on: connection),
-            lastDay: try AttemptStatsTable.summaries(lastSeconds: 86_400, by: .queue, on: connection),
-            destinationsLastHour: try AttemptStatsTable.summaries(lastSeconds: 3600, by: .destination, on: connection),
-            deadLetters: try StatsQueries.deadLetterCounts(on: connection),
-            breakers: try StatsQueries.breakerStates(on: connection),
-            workers: try WorkersTable.live(on: connection).count,
-            schedules: try SchedulesTable.counts(on: connection).dictionary,
-            paused: ["queues": try QueueSettingsTable.paused(on: connection),
-                     "destinations": try DestinationsTable.paused(on: connection)])
+            queues: try connection.statsQueueDepths(),
+            throughputPerMinute: try connection.statsSucceededLastMinute(),
+            lastHour: try connection.attemptStatsSummaries(lastSeconds: 3600, by: .queue),
+            lastDay: try connection.attemptStatsSummaries(lastSeconds: 86_400, by: .queue),
+            destinationsLastHour: try connection.attemptStatsSummaries(lastSeconds: 3600, by: .destination),
+            deadLetters: try connection.statsDeadLetterCounts(),
+            breakers: try connection.statsBreakerStates(),
+            workers: try connection.workersLive().count,
+            schedules: try connection.schedulesCounts().dictionary,
+            paused: ["queues": try connection.queuesPaused(),
+                     "destinations": try connection.destinationsPaused()])
     }
 
     static func stats(_ command: ParsedCommand, io: ControlIO) throws {

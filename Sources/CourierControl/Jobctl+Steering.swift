@@ -2,7 +2,6 @@ import CourierCLI
 import CourierCore
 import CourierStore
 import Foundation
-import Postgres
 
 /// `jobctl list`, `retry`, `update` and `cancel`: finding jobs wherever they are and steering
 /// the waiting ones.
@@ -46,9 +45,9 @@ extension Jobctl {
 
     /// When a filter matched nothing, names each `--destination` value that nothing uses:
     /// the usual cause of an empty answer is a destination written differently.
-    static func noteUnusedDestinations(_ values: [String], on db: PostgresConnection, io: ControlIO) throws {
+    static func noteUnusedDestinations(_ values: [String], on db: ControlStore, io: ControlIO) throws {
         guard !values.isEmpty else { return }
-        let used = Set(try JobsTable.destinationsInUse(destinationCandidates(values), on: db))
+        let used = Set(try db.destinationsInUse(destinationCandidates(values)))
         for value in values where !Destination.filterCandidates(value).contains(where: used.contains) {
             let tried = Destination.filterCandidates(value)
             io.printError("note: no job, dead letter or breaker uses destination \(Quoting.quote(value))"
@@ -80,9 +79,9 @@ extension Jobctl {
         var search = try jobSearch(command)
         search.limit = try command.int("limit", range: 1...100_000) ?? 50
         try withDatabase(command, io: io) { db in
-            let jobs = try JobsTable.search(search, on: db)
+            let jobs = try db.jobsSearch(search)
             let count = jobs.count < search.limit ? CappedCount(counted: jobs.count, cap: JobsTable.listCountCap)
-                : try JobsTable.count(search, on: db)
+                : try db.jobsCount(search)
             let note = truncationNote(shown: jobs.count, of: count, nextAfter: jobs.last?.id)
             if command.flag("json") {
                 try io.printJSON(jobs)
@@ -106,7 +105,7 @@ extension Jobctl {
 
     static func retry(_ command: ParsedCommand, io: ControlIO) throws {
         let ids = try command.positionals("ids").map { try jobID($0, flag: "ID", command: command) }
-        let outcomes = try withDatabase(command, io: io) { try JobsTable.retryNow(ids: ids, on: $0) }
+        let outcomes = try withDatabase(command, io: io) { try $0.jobsRetryNow(ids: ids) }
         try printSteering(outcomes, done: "due now", command: command, io: io)
     }
 
@@ -115,7 +114,7 @@ extension Jobctl {
         let now = Date()
         let runAt = try command.timestamp("run-at", now: now) ?? command.dateAfter("in", now: now)
         let priority = try command.int("priority", range: -32_768...32_767)
-        let outcome = try withDatabase(command, io: io) { try JobsTable.update(id: id, runAt: runAt, priority: priority, on: $0) }
+        let outcome = try withDatabase(command, io: io) { try $0.jobUpdate(id: id, runAt: runAt, priority: priority) }
         var changes: [String] = []
         if let runAt { changes.append("runs at \(Timestamp.format(runAt))") }
         if let priority { changes.append("priority \(priority)") }
@@ -152,7 +151,7 @@ extension Jobctl {
             try cancelMatching(command, io: io)
             return
         }
-        let outcomes = try withDatabase(command, io: io) { try JobsTable.cancel(ids: ids, on: $0) }
+        let outcomes = try withDatabase(command, io: io) { try $0.jobsCancel(ids: ids) }
         printCancelled(outcomes, command: command, io: io)
         if outcomes.allSatisfy({ $0.outcome == .notFound }) {
             throw ControlError.notFound("error: none of the given ids is a waiting or running job")
@@ -186,7 +185,7 @@ extension Jobctl {
                 for state in [JobsTable.ListedState.available, .running] {
                     var one = search
                     one.states = [state]
-                    counts[state.rawValue] = try JobsTable.count(one, cap: Int(Int32.max), on: db).value
+                    counts[state.rawValue] = try db.jobsCount(one, cap: Int(Int32.max)).value
                 }
                 let total = counts.values.reduce(0, +)
                 if command.flag("json") {
@@ -201,9 +200,9 @@ extension Jobctl {
             var all: [(id: Int64, outcome: JobsTable.CancelOutcome)] = []
             search.limit = cancelBatchSize
             while true {
-                let batch = try JobsTable.search(search, on: db)
+                let batch = try db.jobsSearch(search)
                 guard let last = batch.last else { break }
-                all += try JobsTable.cancel(ids: batch.map(\.id), on: db)
+                all += try db.jobsCancel(ids: batch.map(\.id))
                 search.afterID = last.id
             }
             let cancelled = all.filter { $0.outcome == .cancelled }.count

@@ -2,7 +2,6 @@ import CourierCLI
 import CourierCore
 import CourierStore
 import Foundation
-import Postgres
 
 /// The operator's command-line tool. `run` parses, dispatches and returns the
 /// exit code, so tests drive it in-process exactly as the executable does.
@@ -95,18 +94,18 @@ public enum Jobctl {
     }
 
     /// Connects to the database named by `--database-url`, `DATABASE_URL` or the `PG*` variables.
-    static func connect(_ command: ParsedCommand, io: ControlIO) throws -> PostgresConnection {
-        let configuration = PostgresConfiguration.resolve(flag: command.value("database-url"), environment: io.environment)
-        if let problem = PostgresConnectionString.problem(configuration.connectionString) {
+    static func connect(_ command: ParsedCommand, io: ControlIO) throws -> ControlStore {
+        let configuration = DatabaseConfiguration.resolve(flag: command.value("database-url"), environment: io.environment)
+        if let problem = ControlStore.connectionStringProblem(configuration.connectionString) {
             // The parser reads DATABASE_URL into the flag's value too: name both.
             throw ControlError.badInput("error: --database-url (or DATABASE_URL): \(problem)")
         }
         do {
-            return try PostgresConnection.connect(PostgresConfiguration(connectionString: configuration.connectionString,
-                                                                        applicationName: "jobctl"))
+            return try ControlStore.connect(DatabaseConfiguration(connectionString: configuration.connectionString,
+                                                                  applicationName: "jobctl"))
         } catch {
             // libpq's message already says "connection to server ... failed"; do not repeat it.
-            let message = (error as? PostgresError)?.message ?? "\(error)"
+            let message = (error as? StoreError)?.message ?? "\(error)"
             var text = "error: cannot connect to the database: \(message)"
             if configuration.connectionString.isEmpty && !io.environment.keys.contains(where: { $0.hasPrefix("PG") }) {
                 text += "\nhint: no database was given, so libpq tried its default (the local system cluster); set DATABASE_URL or pass --database-url, or for a development database run: export DATABASE_URL=\"$(jobctl devdb start)\""
@@ -116,10 +115,10 @@ public enum Jobctl {
     }
 
     /// Runs `body` on a fresh connection, closing it afterwards.
-    static func withDatabase<T>(_ command: ParsedCommand, io: ControlIO, _ body: (PostgresConnection) throws -> T) throws -> T {
-        let connection = try connect(command, io: io)
-        defer { connection.close() }
-        return try body(connection)
+    static func withDatabase<T>(_ command: ParsedCommand, io: ControlIO, _ body: (ControlStore) throws -> T) throws -> T {
+        let store = try connect(command, io: io)
+        defer { store.close() }
+        return try body(store)
     }
 
     static func migrate(_ command: ParsedCommand, io: ControlIO) throws {
@@ -127,7 +126,7 @@ public enum Jobctl {
             // Without a reachable database, every migration is pending: print them all.
             let applied: [Int]
             do {
-                applied = try withDatabase(command, io: io) { try Migrator.appliedVersions($0) }
+                applied = try withDatabase(command, io: io) { try $0.migrationsApplied() }
             } catch {
                 io.printError("note: the database is not reachable, so this is every migration\n")
                 applied = []
@@ -138,7 +137,7 @@ public enum Jobctl {
             return
         }
         let (applied, versions) = try withDatabase(command, io: io) { connection in
-            (try Migrator.migrate(connection), try Migrator.appliedVersions(connection))
+            (try connection.migrationsApply(), try connection.migrationsApplied())
         }
         let known = Set(Migration.all.map(\.version))
         let unknown = versions.filter { !known.contains($0) }

@@ -1,6 +1,6 @@
+import CourierStore
 import CourierCore
 import Foundation
-import Postgres
 
 /// The frames of `jobctl stats --watch`, laid out without I/O so tests can check them.
 ///
@@ -81,7 +81,7 @@ private func restoreTerminalAndExit(_ signal: Int32) {
 
 extension Jobctl {
     /// `stats --watch`: frames every `interval`, `frames` of them or until interrupted.
-    static func watchStats(connection: PostgresConnection, interval: Duration, frames: Int?, json: Bool, io: ControlIO) throws {
+    static func watchStats(connection: ControlStore, interval: Duration, frames: Int?, json: Bool, io: ControlIO) throws {
         let onTerminal = io.outputIsTerminal && !json
         var previous: [Int32: sig_t?] = [:]
         if onTerminal {

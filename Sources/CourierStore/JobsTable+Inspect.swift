@@ -103,19 +103,15 @@ extension JobsTable {
     public static func cancel(ids: [Int64], on connection: PostgresConnection) throws -> [(id: Int64, outcome: CancelOutcome)] {
         try connection.withTransaction { tx in
             try tx.query("select id from courier.jobs where id = any(\(ids)) order by id for update")
-            let cancelled = Set(try tx.query("""
+            var recordCancelled: PostgresQuery = """
                 with gone as (
                     delete from courier.jobs where id = any(\(ids)) and state = 'available' returning *
                 )
-                insert into courier.dead_letters (job_id, reason, kind, queue, priority, destination, method, url, headers,
-                    body, timeout_ms, expect_content_type, idempotency_key, unique_key, args, max_attempts, deadline,
-                    attempt, errors, last_class, created_at, signing_secret)
-                select id, 'cancelled', kind, queue, priority, destination, method, url, headers, body, timeout_ms,
-                    expect_content_type, idempotency_key, unique_key, args, max_attempts, deadline, attempt,
-                    errors, 'cancelled', created_at, signing_secret
-                from gone
-                returning job_id
-                """).rows.map { try $0.decode(0, as: Int64.self) })
+
+                """
+            recordCancelled.append(DeadLettersTable.insertFromJobs(
+                source: "gone", reason: "'cancelled'", errors: "errors", lastClass: "'cancelled'"))
+            let cancelled = Set(try tx.query(recordCancelled).rows.map { try $0.decode(0, as: Int64.self) })
             let flagged = Set(try tx.query("""
                 update courier.jobs set cancel_requested_at = coalesce(cancel_requested_at, now())
                 where id = any(\(ids)) and state = 'running'

@@ -143,7 +143,7 @@ extension JobsTable {
         // A job an operator cancelled while its attempt ran is not retried: it ends as a
         // `cancelled` dead letter in the same statement, whether or not the worker heard
         // of the cancellation in time.
-        return try connection.query("""
+        var query: PostgresQuery = """
             with a as (
                 select * from unnest(\(retries.map(\.id)), \(retries.map(\.attempt)), \(retries.map(\.delayMilliseconds)),
                                      \(retries.map(\.errorJSON)), \(retries.map(\.usesAttempt)))
@@ -167,21 +167,20 @@ extension JobsTable {
                 returning j.*, a.error as dl_error, a.uses_attempt as dl_uses_attempt
             ),
             recorded as (
-                insert into courier.dead_letters (job_id, reason, kind, queue, priority, destination, method, url, headers,
-                    body, timeout_ms, expect_content_type, idempotency_key, unique_key, args, max_attempts, deadline, attempt,
-                    errors, last_class, last_status, worker, created_at, signing_secret)
-                select id, 'cancelled', kind, queue, priority, destination, method, url, headers, body, timeout_ms,
-                    expect_content_type, idempotency_key, unique_key, args, max_attempts, deadline,
-                    attempt - case when dl_uses_attempt then 0 else 1 end,
-                    errors || jsonb_build_array(dl_error::jsonb), 'cancelled', null, \(worker.uuidString.lowercased()), created_at,
-                    signing_secret
-                from cancelled
-                returning job_id
+
+            """
+        // `leased_by` is this worker (the delete's condition): the dead letter names it.
+        query.append(DeadLettersTable.insertFromJobs(
+            source: "cancelled", reason: "'cancelled'", attempt: "attempt - case when dl_uses_attempt then 0 else 1 end",
+            errors: "errors || jsonb_build_array(dl_error::jsonb)", lastClass: "'cancelled'", worker: "leased_by::text"))
+        query.append("""
+
             )
             select id from retried
             union all
             select job_id from recorded
-            """).rows.map { try $0.decode(0, as: Int64.self) }
+            """)
+        return try connection.query(query).rows.map { try $0.decode(0, as: Int64.self) }
     }
 
     /// A job that will not be retried automatically.
@@ -213,7 +212,7 @@ extension JobsTable {
         // records no attempt, and only when the database's clock agrees the deadline has
         // passed; otherwise (the worker's clock runs ahead) the job goes back, unattempted,
         // not to be claimed before its deadline.
-        return try connection.query("""
+        var query: PostgresQuery = """
             with a as (
                 select *, (reason = 'deadline' and error = '') as never_ran
                 from unnest(\(letters.map(\.id)), \(letters.map(\.attempt)), \(letters.map(\.reason.rawValue)),
@@ -237,21 +236,21 @@ extension JobsTable {
                           a.never_ran as dl_never_ran
             ),
             recorded as (
-            insert into courier.dead_letters (job_id, reason, kind, queue, priority, destination, method, url, headers,
-                body, timeout_ms, expect_content_type, idempotency_key, unique_key, args, max_attempts, deadline, attempt,
-                errors, last_class, last_status, worker, created_at, signing_secret)
-            select id, dl_reason, kind, queue, priority, destination, method, url, headers, body, timeout_ms,
-                expect_content_type, idempotency_key, unique_key, args, max_attempts, deadline,
-                case when dl_never_ran then attempt - 1 else attempt end,
-                case when dl_error = '' then errors else errors || jsonb_build_array(dl_error::jsonb) end,
-                nullif(dl_class, ''), nullif(dl_status, -1), \(worker.uuidString.lowercased()), created_at, signing_secret
-            from gone
-            returning job_id
+
+            """
+        // `leased_by` is this worker (the delete's condition): the dead letter names it.
+        query.append(DeadLettersTable.insertFromJobs(
+            source: "gone", reason: "dl_reason", attempt: "case when dl_never_ran then attempt - 1 else attempt end",
+            errors: "case when dl_error = '' then errors else errors || jsonb_build_array(dl_error::jsonb) end",
+            lastClass: "nullif(dl_class, '')", lastStatus: "nullif(dl_status, -1)", worker: "leased_by::text"))
+        query.append("""
+
             )
             select job_id from recorded
             union all
             select id from early
-            """).rows.map { try $0.decode(0, as: Int64.self) }
+            """)
+        return try connection.query(query).rows.map { try $0.decode(0, as: Int64.self) }
     }
 
     /// Returns leased jobs that never started (shutdown, a destination found held back)
@@ -318,7 +317,7 @@ extension JobsTable {
         try connection.withTransaction { tx in
             let locked = try tx.query("select pg_try_advisory_xact_lock(\(Self.rescueLockKey))").rows.first?.decode(0, as: Bool.self) ?? false
             guard locked else { return RescueResult(requeued: 0, deadLettered: 0, ranHere: false) }
-            let rows = try tx.query("""
+            var rescue: PostgresQuery = """
                 with expired as (
                     select id from courier.jobs
                     where state = 'running' and lease_expires_at < coalesce(\(now)::timestamptz, now())
@@ -350,17 +349,17 @@ extension JobsTable {
                     returning j.*, judged.verdict, judged.error
                 ),
                 dead as (
-                    insert into courier.dead_letters (job_id, reason, kind, queue, priority, destination, method, url, headers,
-                        body, timeout_ms, expect_content_type, idempotency_key, unique_key, args, max_attempts, deadline,
-                        attempt, errors, last_class, worker, created_at, signing_secret)
-                    select id, verdict, kind, queue, priority, destination, method, url, headers, body, timeout_ms,
-                        expect_content_type, idempotency_key, unique_key, args, max_attempts, deadline, attempt,
-                        errors || jsonb_build_array(error), 'lease_expired', leased_by::text, created_at, signing_secret
-                    from gone
-                    returning 1
+
+                """
+            rescue.append(DeadLettersTable.insertFromJobs(
+                source: "gone", reason: "verdict", errors: "errors || jsonb_build_array(error)", lastClass: "'lease_expired'",
+                worker: "leased_by::text", returning: "1"))
+            rescue.append("""
+
                 )
                 select (select count(*) from requeued)::bigint, (select count(*) from dead)::bigint
-                """).rows
+                """)
+            let rows = try tx.query(rescue).rows
             let requeued = try rows.first?.decode(0, as: Int.self) ?? 0
             let dead = try rows.first?.decode(1, as: Int.self) ?? 0
             if requeued > 0 {

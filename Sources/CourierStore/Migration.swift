@@ -34,6 +34,7 @@ extension Migration {
         Migration(version: 20, name: "0020_breaker_nominal_cooldown.sql", bytes: PackageResources._020_breaker_nominal_cooldown_sql),
         Migration(version: 21, name: "0021_unique_key_per_role.sql", bytes: PackageResources._021_unique_key_per_role_sql),
         Migration(version: 28, name: "0028_breaker_transition_totals.sql", bytes: PackageResources._028_breaker_transition_totals_sql),
+        Migration(version: 29, name: "0029_cheaper_header_check.sql", bytes: PackageResources._029_cheaper_header_check_sql),
     ]
 
     init(version: Int, name: String, bytes: [UInt8]) {

@@ -101,6 +101,12 @@ public enum SchedulesTable {
         try connection.query("select courier.schedule_remove(\(name)::text)").rows[0].decode(0, as: Bool.self)
     }
 
+    /// Waits for the transaction-scoped lock that lets one `jobctl schedule apply` run at a
+    /// time: two deploys applying different files must not interleave.
+    public static func lockApply(on connection: PostgresConnection) throws {
+        try connection.query("select pg_advisory_xact_lock(hashtext('courier.schedule_apply'))")
+    }
+
     /// Counts for `jobctl stats`: all schedules, paused ones, and ones that cannot run.
     public struct Counts: Sendable, Equatable {
         public var total: Int

@@ -9,6 +9,7 @@ import Foundation
 /// The value: first `COURIER_SECRET_<NAME>` in the worker's environment (NAME
 /// upper-cased, anything but letters and digits as `_`), then the file `NAME` in the
 /// secrets directory (for example a mounted Kubernetes Secret), trailing newline removed.
+/// Files are read through a ``SecretFileCache``: again only when they change.
 ///
 /// The binding: the destinations (`scheme://host[:port]`, default ports filled in) the
 /// secret may be sent to, separated by commas, spaces or new lines, from
@@ -52,10 +53,14 @@ public struct SecretResolver: Sendable {
 
     private let environment: [String: String]
     private let directory: String?
+    private let files: SecretFileCache
 
-    public init(environment: [String: String], directory: String?) {
+    /// - Parameter files: where the directory's files are read through (copies of this
+    ///   resolver share it), so an attempt reads no file while the last read stands.
+    public init(environment: [String: String], directory: String?, files: SecretFileCache = SecretFileCache()) {
         self.environment = environment
         self.directory = directory
+        self.files = files
     }
 
     public static func environmentName(for name: String) -> String {
@@ -108,8 +113,7 @@ public struct SecretResolver: Sendable {
     /// A file of the secrets directory; names cannot leave it.
     private func file(_ name: String) -> String? {
         guard let directory, !name.contains("/"), !name.hasPrefix(".") else { return nil }
-        guard let data = FileManager.default.contents(atPath: directory + "/" + name) else { return nil }
-        var text = String(decoding: data, as: UTF8.self)
+        guard var text = files.text(atPath: directory + "/" + name) else { return nil }
         // By scalar: "\r\n" is one Character, which hasSuffix("\n") does not match.
         while let last = text.unicodeScalars.last, last == "\n" || last == "\r" { text.unicodeScalars.removeLast() }
         return text
