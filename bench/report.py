@@ -63,7 +63,8 @@ out: list[str] = []
 w = out.append
 
 # ------------------------------------------------------------------ collect headline figures
-drain = [r for r in courier if r["bench"] == "drain"]
+drain = [r for r in courier if r["bench"] == "drain" and not r.get("tag")]
+longtx = [r for r in courier if r["bench"] == "drain" and r.get("tag") == "longtx"]
 def archives(r):
     return r.get("retention", "24h") not in ("0", "0s", "0ms")
 
@@ -430,17 +431,128 @@ if traffic:
               f"{cell([r['us_gated_claim'] for r in group])} |")
     w("")
 
+# ------------------------------------------------------------------ scale and endurance (issue 12)
+def fmt(x, spec="{:,.0f}"):
+    return "–" if x is None or x != x else spec.format(x)
+
+
+if longtx:
+    free = [r["jobs_per_s"] for r in longtx if not r.get("held_snapshot")]
+    held = [r["jobs_per_s"] for r in longtx if r.get("held_snapshot")]
+    r0 = longtx[0]
+    w("## Long transaction elsewhere in the database (issue 12)")
+    w("")
+    w(f"The no-op drain ({r0['n']:,} jobs, {r0['workers']} × jobworker --concurrency {r0['concurrency']}, default archive), "
+      "unimpeded and with a second session holding a repeatable-read transaction open across it (`drain --hold-snapshot 1`: "
+      "BEGIN ISOLATION LEVEL REPEATABLE READ and one read, taken after the workers are ready and before GO, committed after "
+      "the drain), interleaved by repetition (`ONLY=longtx`). While it is open the xmin horizon stands still, so no dead job "
+      "version can be removed.")
+    w("")
+    w("| drain | jobs/s | postgres CPU s per 100k jobs |")
+    w("|---|---|---|")
+    w(f"| unimpeded | {cell(free)} | {cell([r['postgres_cpu_s_per_100k'] for r in longtx if not r.get('held_snapshot')], '{:.2f}')} |")
+    w(f"| repeatable-read transaction held open | {cell(held)} | {cell([r['postgres_cpu_s_per_100k'] for r in longtx if r.get('held_snapshot')], '{:.2f}')} |")
+    w("")
+    w(f"Held / unimpeded: {ratio(med(held), med(free)):.0%} (aim ≥ 70%: {verdict(ratio(med(held), med(free)) >= 0.7)}).")
+    w("")
+
+backlog = [r for r in courier if r["bench"] == "backlog"]
+if backlog:
+    empty = [r for r in backlog if r["scenario"] == "empty"]
+    full = [r for r in backlog if r["scenario"] == "backlog"]
+    w("## Backlog: draining runnable jobs behind millions of waiting ones (issue 12)")
+    w("")
+    b0 = (full or empty)[0]
+    w(f"{b0['runnable']:,} runnable no-op jobs drained by {b0['workers']} × jobworker --concurrency {b0['concurrency']}, "
+      f"first on an otherwise empty table, then with {b0.get('scheduled', 0):,} jobs of the same queue scheduled a day "
+      f"ahead and {b0.get('held', 0):,} held behind a forced-open breaker (`courier-bench backlog`). Jobs loaded with COPY "
+      f"over {b0['loaders']} connections, then VACUUM ANALYZE; the queue is paused while loading and the workers start; "
+      "GO unpauses it; the end is the first 5 ms poll that finds no runnable-now and no running job (bounded index probes).")
+    w("")
+    w("| table | waiting | jobs/s | setup: load s | setup: vacuum s | postgres CPU s per 100k |")
+    w("|---|---|---|---|---|---|")
+    for name, group in (("empty", empty), ("with backlog", full)):
+        if group:
+            w(f"| {name} | {group[0]['scheduled'] + group[0]['held']:,} | {cell([r['jobs_per_s'] for r in group])} | "
+              f"{cell([r['load_seconds'] for r in group], '{:.1f}')} | {cell([r['vacuum_seconds'] for r in group], '{:.1f}')} | "
+              f"{cell([r['postgres_cpu_s_per_100k'] for r in group], '{:.2f}')} |")
+    w("")
+    if empty and full:
+        q = ratio(med([r["jobs_per_s"] for r in full]), med([r["jobs_per_s"] for r in empty]))
+        w(f"With backlog / empty: {q:.0%} (aim ≥ 90%: {verdict(q >= 0.9)}).")
+        w("")
+
+outage = [r for r in courier if r["bench"] == "outage"]
+for r in outage:
+    w("## Outage at scale (issue 12)")
+    w("")
+    w(f"{r['waiting']:,} waiting jobs of one destination whose breaker is forced open (as `jobctl breaker open`), open "
+      f"{r['open_seconds']} s, then reset (closed), while {r['workers']} × jobworker --concurrency {r['concurrency']} "
+      f"--lease {r['lease']} run {r['other_rate']} GETs/s to two other loopback destinations answered after "
+      f"{r['other_delay_ms']} ms (`courier-bench outage`). Heartbeat delay: the gaps between a worker's successive "
+      "`courier.workers.heartbeat_at` values (polled every 50 ms) less its heartbeat interval. Lease losses: the other "
+      "destinations' jobs archived with attempt > 1, and dead letters. Hold and release: from the open (workers start) "
+      "until no waiting job of the destination is unheld, and from the close until none is held (bounded probes of "
+      "partial indexes).")
+    w("")
+    w("| worker | heartbeats | interval ms | delay p99 ms | delay max ms |")
+    w("|---|---|---|---|---|")
+    for h in r["heartbeat"]:
+        w(f"| {h['worker']} | {h['heartbeats']} | {h['interval_ms']} | {fmt(h['delay_p99_ms'], '{:.0f}')} | {fmt(h['delay_max_ms'], '{:.0f}')} |")
+    w("")
+    w("| figure | value | aim |")
+    w("|---|---|---|")
+    w(f"| holding {r['waiting']:,} jobs took | {fmt(r['hold_seconds'], '{:.1f}')} s | |")
+    w(f"| releasing them took | {fmt(r['release_seconds'], '{:.1f}')} s | |")
+    w(f"| the released backlog ran in (from the close) | {fmt(r['backlog_ran_seconds'], '{:.1f}')} s | |")
+    w(f"| other destinations: jobs done | {r['other_done']:,} | |")
+    w(f"| other destinations: lease losses (attempt > 1) | {r['other_attempt_gt1']} | 0: {verdict(r['other_attempt_gt1'] == 0)} |")
+    w(f"| dead letters | {r['other_dead']} | 0 |")
+    w("")
+
+soak = [r for r in courier if r["bench"] == "soak"]
+if soak:
+    s0 = soak[0]
+    w("## Soak (issue 12)")
+    w("")
+    w(f"Steady enqueue at {s0['rate_target']:,} no-op jobs/s (ten inserts a second) drained by {s0['workers']} × jobworker "
+      f"--concurrency {s0['concurrency']} --retention {s0['retention']} for {len(soak)} samples of ~{s0['seconds']:.0f} s "
+      "(`courier-bench soak`). Throughput = rows deleted from `courier.jobs` per second (pg_stat_user_tables); claim lag = age "
+      "of the next job the claim would take (one probe of the claim index's head); latency = enqueue → finished of the jobs "
+      "archived in the last second (one range of the archive's finished_at index); sizes from pg_relation_size / "
+      "pg_indexes_size (KiB); dead tuples and autovacuum runs from pg_stat_user_tables. The polling scans no table.")
+    w("")
+    w("| sample | drained/s | claim lag s | latency p50 ms | latency p99 ms | jobs heap | jobs indexes | archive heap | archive indexes | dead (jobs) | dead (archive) | autovacuum jobs / archive |")
+    w("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in soak:
+        w(f"| {r['interval']} | {r['drained_per_s']:,.0f} | {r['claim_lag_s']:.3f} | {fmt(r.get('latency_p50_ms'), '{:.1f}')} | "
+          f"{fmt(r.get('latency_p99_ms'), '{:.1f}')} | {r['jobs_heap_kb']:,} | {r['jobs_indexes_kb']:,} | {r['archive_heap_kb']:,} | "
+          f"{r['archive_indexes_kb']:,} | {r['dead_tuples_jobs']:,} | {r['dead_tuples_archive']:,} | "
+          f"{r['autovacuum_jobs']} / {r['autovacuum_archive']} |")
+    w("")
+    n = max(1, min(5, len(soak) // 2))
+    first = statistics.mean(r["drained_per_s"] for r in soak[:n])
+    last = statistics.mean(r["drained_per_s"] for r in soak[-n:])
+    w(f"Last {n} samples / first {n}: {ratio(last, first):.1%} (aim ≥ 95%: {verdict(ratio(last, first) >= 0.95)}).")
+    if "index_kb" in soak[-1]:
+        w("")
+        w("Each index at the first and last sample (KiB): " + ", ".join(
+            f"`{k}` {soak[0]['index_kb'].get(k, 0):,} → {v:,}" for k, v in sorted(soak[-1]["index_kb"].items())) + ".")
+    w("")
+
 # ------------------------------------------------------------------ baseline (BASELINE=rev bench/run.sh)
 baseline = rows("courier-baseline.jsonl")
 if baseline:
     w(f"## Against the baseline ({env_value('baseline:')}), same run")
     w("")
     w("The same Courier measurements with the baseline revision's `jobworker`, interleaved by repetition "
-      "(`BASELINE=<rev> bench/run.sh`). Medians [min .. max]; ratio = this commit / baseline.")
+      "(`BASELINE=<rev> bench/run.sh`), each revision on a database of its own migrated by its own `jobctl migrate` "
+      "(`courier_bench_base` for the baseline). Medians [min .. max]; ratio = this commit / baseline. Issue 13's check "
+      "is the no-op drain with no policies set: unchanged within noise.")
     w("")
     w("| measurement | this commit | baseline | ratio |")
     w("|---|---|---|---|")
-    base_drain = [r for r in baseline if r["bench"] == "drain"]
+    base_drain = [r for r in baseline if r["bench"] == "drain" and not r.get("tag")]
     for kind, label in (("noop", "no-op drain"), ("http", "HTTP drain")):
         now_groups = by([r for r in drain if r["kind"] == kind and archives(r)], "workers", "concurrency")
         base_groups = by([r for r in base_drain if r["kind"] == kind and archives(r)], "workers", "concurrency")

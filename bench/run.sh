@@ -6,6 +6,9 @@
 #   bench/run.sh                 # everything, ~20-25 min on the 2-core reference box
 #   QUICK=1 bench/run.sh         # small sizes, 1 rep: checks the harness in ~4 min (figures not comparable)
 #   ONLY="drain latency" bench/run.sh   # subset of: pgbench drain http latency memory enqueue traffic fair
+#                                         #   and soak backlog outage longtx (issue 12; not in the default set:
+#                                         #   at full size they take ~30 + ~10 + ~15 + ~3 min)
+#   ONLY="soak backlog outage longtx" bench/run.sh   # the scale and endurance runs alone
 #
 # Knobs (environment), defaults in brackets:
 #   REPS [3]                 repetitions of every measurement (median reported)
@@ -22,11 +25,27 @@
 #   ENQ_LINES [100000]  ENQ_SQL_CALLS [10000]   enqueue: NDJSON lines; courier.enqueue calls
 #   PGB_CLIENTS ["1,2,4"]  PGB_T [5]  PGB_FILL [600000]   raw-SQL limit (pgbench) clients, seconds, rows
 #   PEERS_PGB_REPS [1]       reps of the peers' minimal-schema pgbench (each refills 1.5M rows)
+#   SOAK_MINUTES [30]  SOAK_RATE [auto]  SOAK_WORKERS [2]  SOAK_CONC [256]  SOAK_RETENTION [2m]  SOAK_SAMPLE [60]
+#                            soak: steady enqueue at SOAK_RATE jobs/s (auto: half the best no-op drain of this run
+#                            when ONLY has drain, else 8000, half of the 2-core box's ~16k) drained by SOAK_WORKERS, success archive kept
+#                            SOAK_RETENTION (short, so pruning matters), one line of figures every SOAK_SAMPLE s
+#   BACKLOG_RUNNABLE [1000000]  BACKLOG_WAITING [9000000]  BACKLOG_HELD_SHARE [0.5]  BACKLOG_WORKERS [2]
+#   BACKLOG_CONC [256]  BACKLOG_LOADERS [2]   backlog: drain of the runnable jobs with the waiting ones (scheduled a
+#                            day ahead, or held behind an open breaker: HELD_SHARE of them) against an empty table
+#   OUTAGE_WAITING [1000000]  OUTAGE_MINUTES [10]  OUTAGE_WORKERS [2]  OUTAGE_CONC [256]  OUTAGE_OTHER_RATE [200]
+#                            (OUTAGE_SECONDS, when set, overrides OUTAGE_MINUTES)
+#   OUTAGE_OTHER_DELAY_MS [500]  OUTAGE_LEASE [10s]   outage: one destination's breaker open over its backlog while
+#                            other destinations' GETs (loopback, answered after OTHER_DELAY_MS) flow at OTHER_RATE/s
+#   LONGTX_N [$DRAIN_N]  LONGTX_WORKERS [2]  LONGTX_CONC [256]   longtx: the no-op drain with a repeatable-read
+#                            transaction held open across it, against the same drain unimpeded, interleaved
 #   PG_PORT [25450]  RUN_DIR [/tmp/courier-bench-run]  PEERS_DIR [<repo>/../shared/bench/peers]
 #   VENV [/tmp/peers-venv]   KEEP_DB=1 leaves the private PostgreSQL running afterwards
-#   BASELINE [unset]         a git revision: its jobworker is built too, and the drains, HTTP drains,
-#                            pickup latency, fair claiming and memory run once more with it, interleaved by repetition,
-#                            so a change is compared with what came before in the same run
+#   BASELINE [unset]         a git revision: its jobworker and jobctl are built too (in BASELINE_DIR
+#                            [/tmp/courier-bench-baseline], a detached worktree), and the drains, HTTP drains,
+#                            pickup latency, fair claiming and memory run once more with it, interleaved by repetition, so a
+#                            change is compared with what came before in the same run. The baseline runs on a
+#                            database of its own (courier_bench_base) migrated by the baseline's own jobctl, so
+#                            the old worker meets its own schema, not this commit's
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
@@ -37,6 +56,8 @@ if [ "$QUICK" = 1 ]; then
   : "${ENQ_SQL_CALLS:=1000}" "${PGB_T:=2}" "${PGB_FILL:=200000}" "${DRAIN_CONC:=256}" "${HTTP_CONC:=256}"
   : "${DRAIN_NOARCHIVE_CONC:=256}"
   : "${PGQ_CONFIGS:=2 1 500}"
+  : "${SOAK_MINUTES:=3}" "${SOAK_RATE:=5000}" "${SOAK_SAMPLE:=30}" "${BACKLOG_RUNNABLE:=100000}" "${BACKLOG_WAITING:=900000}"
+  : "${OUTAGE_WAITING:=100000}" "${OUTAGE_MINUTES:=1}"
 fi
 REPS="${REPS:-3}"
 ONLY="${ONLY:-pgbench drain http latency memory enqueue traffic fair}"
@@ -53,6 +74,14 @@ LAT_N="${LAT_N:-500}"; LAT_INTERVAL_MS="${LAT_INTERVAL_MS:-20}"
 MEM_CONC="${MEM_CONC:-256}"; MEM_DELAY="${MEM_DELAY:-10}"
 ENQ_LINES="${ENQ_LINES:-100000}"; ENQ_SQL_CALLS="${ENQ_SQL_CALLS:-10000}"
 PGB_CLIENTS="${PGB_CLIENTS:-1,2,4}"; PGB_T="${PGB_T:-5}"; PGB_FILL="${PGB_FILL:-600000}"
+SOAK_MINUTES="${SOAK_MINUTES:-30}"; SOAK_RATE="${SOAK_RATE:-auto}"; SOAK_WORKERS="${SOAK_WORKERS:-2}"; SOAK_CONC="${SOAK_CONC:-256}"
+SOAK_RETENTION="${SOAK_RETENTION:-2m}"; SOAK_SAMPLE="${SOAK_SAMPLE:-60}"
+BACKLOG_RUNNABLE="${BACKLOG_RUNNABLE:-1000000}"; BACKLOG_WAITING="${BACKLOG_WAITING:-9000000}"; BACKLOG_HELD_SHARE="${BACKLOG_HELD_SHARE:-0.5}"
+BACKLOG_WORKERS="${BACKLOG_WORKERS:-2}"; BACKLOG_CONC="${BACKLOG_CONC:-256}"; BACKLOG_LOADERS="${BACKLOG_LOADERS:-2}"
+OUTAGE_WAITING="${OUTAGE_WAITING:-1000000}"; OUTAGE_MINUTES="${OUTAGE_MINUTES:-10}"; OUTAGE_WORKERS="${OUTAGE_WORKERS:-2}"
+OUTAGE_CONC="${OUTAGE_CONC:-256}"; OUTAGE_OTHER_RATE="${OUTAGE_OTHER_RATE:-200}"; OUTAGE_OTHER_DELAY_MS="${OUTAGE_OTHER_DELAY_MS:-500}"
+OUTAGE_LEASE="${OUTAGE_LEASE:-10s}"
+LONGTX_N="${LONGTX_N:-$DRAIN_N}"; LONGTX_WORKERS="${LONGTX_WORKERS:-2}"; LONGTX_CONC="${LONGTX_CONC:-256}"
 PG_PORT="${PG_PORT:-25450}"
 RUN_DIR="${RUN_DIR:-/tmp/courier-bench-run}"
 PEERS_DIR="${PEERS_DIR:-$ROOT/../shared/bench/peers}"
@@ -94,7 +123,7 @@ if [ -n "${BASELINE:-}" ]; then
     rm -rf "$base_tree"; git worktree prune
     git worktree add -f --detach "$base_tree" "$BASELINE" >/dev/null
   fi
-  (cd "$base_tree" && swift build -c release -j 2 --product jobworker >/dev/null)
+  (cd "$base_tree" && swift build -c release -j 2 --product jobworker >/dev/null && swift build -c release -j 2 --product jobctl >/dev/null)
   BASE_BIN="$(cd "$base_tree" && swift build -c release --show-bin-path)"
 fi
 
@@ -154,9 +183,14 @@ VMSTAT_PID=$!
 CB=("$BIN/courier-bench")
 COMMON=(--db courier_bench --bin-dir "$BIN" --work-dir "$RUN_DIR/work" --out "$RUN_DIR/courier.jsonl" --pg-data "$RUN_DIR/pg/data")
 "${CB[@]}" setup "${COMMON[@]}"
+if [ -n "$BASE_BIN" ]; then
+  # The baseline's own database, migrated by the baseline's own jobctl (its own migrations).
+  psql -qAtX -d postgres -c "drop database if exists courier_bench_base with (force)" -c "create database courier_bench_base"
+  "$BASE_BIN/jobctl" migrate --database-url "dbname=courier_bench_base" > "$RUN_DIR/work/baseline-migrate.log"
+fi
 has() { [[ " $ONLY " == *" $1 "* ]]; }
-# The same measurement with the baseline's jobworker, into rows of their own (no-op without BASELINE).
-base() { [ -z "$BASE_BIN" ] || "${CB[@]}" "$1" --db courier_bench --bin-dir "$BASE_BIN" --work-dir "$RUN_DIR/work" \
+# The same measurement with the baseline's jobworker on its own database, into rows of their own (no-op without BASELINE).
+base() { [ -z "$BASE_BIN" ] || "${CB[@]}" "$1" --db courier_bench_base --bin-dir "$BASE_BIN" --work-dir "$RUN_DIR/work" \
   --out "$RUN_DIR/courier-baseline.jsonl" --pg-data "$RUN_DIR/pg/data" "${@:2}"; }
 PEERS=(env -C "$RUN_DIR/peers")
 
@@ -257,6 +291,52 @@ if has fair; then
     base fair --backlog "$FAIR_BACKLOG" --jobs "$FAIR_N" --interval-ms "$FAIR_INTERVAL_MS" --reps 1
   done
   say "fair end"
+fi
+
+# ---- 13. scale and endurance (issue 12). Sizes and durations from the SOAK_/BACKLOG_/OUTAGE_/LONGTX_ knobs.
+if has longtx; then
+  # The no-op drain with a repeatable-read transaction open across it, against the unimpeded drain, interleaved.
+  for rep in $(seq 1 "$REPS"); do
+    say "longtx rep $rep"
+    "${CB[@]}" drain "${COMMON[@]}" --kind noop --jobs "$LONGTX_N" --workers "$LONGTX_WORKERS" --concurrency "$LONGTX_CONC" --reps 1 --tag longtx
+    "${CB[@]}" drain "${COMMON[@]}" --kind noop --jobs "$LONGTX_N" --workers "$LONGTX_WORKERS" --concurrency "$LONGTX_CONC" --reps 1 --tag longtx --hold-snapshot 1
+  done
+  say "longtx end"
+fi
+if has backlog; then
+  say "backlog"
+  "${CB[@]}" backlog "${COMMON[@]}" --runnable "$BACKLOG_RUNNABLE" --waiting "$BACKLOG_WAITING" --held-share "$BACKLOG_HELD_SHARE" \
+    --workers "$BACKLOG_WORKERS" --concurrency "$BACKLOG_CONC" --loaders "$BACKLOG_LOADERS" --reps 1
+  say "backlog end"
+fi
+if has outage; then
+  say "outage"
+  "${CB[@]}" outage "${COMMON[@]}" --waiting "$OUTAGE_WAITING" --open-seconds "${OUTAGE_SECONDS:-$((OUTAGE_MINUTES * 60))}" --workers "$OUTAGE_WORKERS" \
+    --concurrency "$OUTAGE_CONC" --other-rate "$OUTAGE_OTHER_RATE" --other-delay-ms "$OUTAGE_OTHER_DELAY_MS" --lease "$OUTAGE_LEASE" \
+    --loaders "$BACKLOG_LOADERS"
+  say "outage end"
+fi
+if has soak; then
+  if [ "$SOAK_RATE" = auto ]; then
+    SOAK_RATE="$(python3 - "$RUN_DIR/courier.jsonl" <<'PY'
+import json, statistics, sys
+from collections import defaultdict
+rates = defaultdict(list)
+try:
+    for line in open(sys.argv[1]):
+        r = json.loads(line)
+        if r.get("bench") == "drain" and r.get("kind") == "noop" and not r.get("tag") and r.get("retention", "24h") not in ("0", "0s", "0ms"):
+            rates[(r["workers"], r["concurrency"])].append(r["jobs_per_s"])
+except FileNotFoundError:
+    pass
+print(int(max(statistics.median(v) for v in rates.values()) / 2) if rates else 8000)
+PY
+)"
+  fi
+  say "soak (rate $SOAK_RATE/s)"
+  "${CB[@]}" soak "${COMMON[@]}" --minutes "$SOAK_MINUTES" --rate "$SOAK_RATE" --workers "$SOAK_WORKERS" --concurrency "$SOAK_CONC" \
+    --retention "$SOAK_RETENTION" --sample "$SOAK_SAMPLE"
+  say "soak end"
 fi
 
 say "done"

@@ -40,6 +40,11 @@ enum Stats {
         return sorted[f] + (sorted[c] - sorted[f]) * (k - Double(f))
     }
 
+    /// `value` rounded, or JSON null when it is not finite (JSONSerialization refuses NaN).
+    static func json(_ value: Double, _ places: Int = 3) -> Any {
+        value.isFinite ? rounded(value, places) : NSNull()
+    }
+
     static func rounded(_ value: Double, _ places: Int = 3) -> Double {
         let scale = pow(10, Double(places))
         return (value * scale).rounded() / scale

@@ -59,7 +59,7 @@ struct SoakBench {
             let t0 = monotonicSeconds()
             var previous = try read(connection)
             var rates: [Double] = []
-            print("sample  drained/s  claim_lag_s  jobs_heap  jobs_idx  archive_heap  archive_idx  dead_jobs  dead_archive  autovac_jobs  autovac_archive")
+            print("sample  drained/s  claim_lag_s  latency_p50_ms  latency_p99_ms  jobs_heap  jobs_idx  archive_heap  archive_idx  dead_jobs  dead_archive  autovac_jobs  autovac_archive   (sizes in KiB)")
             var index = 0
             while monotonicSeconds() - t0 < Double(seconds) {
                 let intervalStart = monotonicSeconds()
@@ -69,15 +69,20 @@ struct SoakBench {
                 let now = try read(connection)
                 let figures = try sizes(connection, queue: queue)
                 let perSecond = Double(now.drained - previous.drained) / elapsed
+                let pickup = try pickupLatency(connection)
+                let indexes = try indexSizes(connection)
                 rates.append(perSecond)
-                let line = String(format: "%6d  %9.0f  %11.3f  %9d  %8d  %12d  %11d  %9d  %12d  %12d  %15d", index, perSecond, figures.lag,
+                let line = String(format: "%6d  %9.0f  %11.3f  %14.1f  %14.1f  %9d  %8d  %12d  %11d  %9d  %12d  %12d  %15d", index, perSecond, figures.lag, pickup.p50, pickup.p99,
                                   figures.jobsHeap / 1024, figures.jobsIndexes / 1024, figures.archiveHeap / 1024,
                                   figures.archiveIndexes / 1024, figures.deadJobs, figures.deadArchive,
                                   now.autovacuumJobs - previous.autovacuumJobs, now.autovacuumArchive - previous.autovacuumArchive)
                 print(line)
+                fflush(nil)   // shown as it is printed, even into a file
                 context.log.record("soak", [
                     "interval": index, "seconds": Stats.rounded(elapsed, 2), "rate_target": rate, "drained_per_s": Stats.rounded(perSecond, 1),
-                    "claim_lag_s": Stats.rounded(figures.lag, 3), "jobs_heap_kb": figures.jobsHeap / 1024,
+                    "claim_lag_s": Stats.rounded(figures.lag, 3),
+                    "latency_p50_ms": Stats.json(pickup.p50, 1), "latency_p99_ms": Stats.json(pickup.p99, 1),
+                    "latency_sample": pickup.count, "index_kb": indexes, "jobs_heap_kb": figures.jobsHeap / 1024,
                     "jobs_indexes_kb": figures.jobsIndexes / 1024, "archive_heap_kb": figures.archiveHeap / 1024,
                     "archive_indexes_kb": figures.archiveIndexes / 1024, "dead_tuples_jobs": figures.deadJobs,
                     "dead_tuples_archive": figures.deadArchive, "autovacuum_jobs": now.autovacuumJobs - previous.autovacuumJobs,
@@ -92,11 +97,36 @@ struct SoakBench {
             let window = max(1, min(5, rates.count / 2))
             let first = rates.prefix(window).reduce(0, +) / Double(window)
             let last = rates.suffix(window).reduce(0, +) / Double(window)
+            print("soak: jobs indexes at the end (KiB): " + (try indexSizes(connection)).sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
             print(String(format: "soak: first %d intervals %.0f/s, last %d %.0f/s: %.1f%%", window, first, window, last, first > 0 ? 100 * last / first : 0))
         } catch {
             fleet.children.forEach { $0.stop(grace: 5) }
             throw error
         }
+    }
+
+    /// Enqueue-to-finish time (created_at to finished_at) of the jobs archived in the last
+    /// second: one range of the archive's finished_at index, about `rate` rows.
+    private func pickupLatency(_ connection: PostgresConnection) throws -> (p50: Double, p99: Double, count: Int) {
+        let row = try connection.query(PostgresQuery(unsafeSQL: """
+            select coalesce(percentile_cont(0.5) within group (order by ms), 'NaN'), coalesce(percentile_cont(0.99) within group (order by ms), 'NaN'),
+                   count(*)
+            from (select extract(epoch from finished_at - created_at)::float8 * 1000 as ms from courier.completed_jobs
+                  where finished_at > now() - interval '1 second') s
+            """)).rows[0]
+        return (try row.decode(0, as: Double.self), try row.decode(1, as: Double.self), try row.decode(2, as: Int.self))
+    }
+
+    /// Every index of courier.jobs and courier.completed_jobs, KiB each (catalog and pg_relation_size only).
+    private func indexSizes(_ connection: PostgresConnection) throws -> [String: Int] {
+        var sizes: [String: Int] = [:]
+        for row in try connection.query(PostgresQuery(unsafeSQL: """
+            select c.relname::text, (pg_relation_size(c.oid) / 1024)::bigint from pg_index i join pg_class c on c.oid = i.indexrelid
+            where i.indrelid in ('courier.jobs'::regclass, 'courier.completed_jobs'::regclass)
+            """)).rows {
+            sizes[try row.decode(0, as: String.self)] = try row.decode(1, as: Int.self)
+        }
+        return sizes
     }
 
     private func read(_ connection: PostgresConnection) throws -> Sample {
@@ -126,7 +156,8 @@ struct SoakBench {
                    (select n_dead_tup from pg_stat_user_tables where schemaname = 'courier' and relname = 'jobs'),
                    (select n_dead_tup from pg_stat_user_tables where schemaname = 'courier' and relname = 'completed_jobs'),
                    coalesce((select extract(epoch from now() - run_at)::float8 from courier.jobs
-                             where queue = $1::text and state = 'available' order by priority, run_at, id limit 1), 0)
+                             where queue = $1::text and state = 'available' and held_since is null and not gated
+                             order by priority, run_at, id limit 1), 0)
             """, binds: [queue])).rows[0]
         return (try row.decode(6, as: Double.self), try row.decode(0, as: Int.self), try row.decode(1, as: Int.self),
                 try row.decode(2, as: Int.self), try row.decode(3, as: Int.self), try row.decode(4, as: Int.self),

@@ -5,6 +5,9 @@ import Postgres
 struct WorkerFleet {
     let children: [ChildProcess]
 
+    /// The workers' `--log-level`: warning, or `COURIER_BENCH_LOG_LEVEL` (benchmark knob, to see why a run stalled).
+    static var logLevel: String { ProcessInfo.processInfo.environment["COURIER_BENCH_LOG_LEVEL"] ?? "warning" }
+
     var pids: [pid_t] { children.map(\.pid) }
 
     static func start(count: Int, queue: String, concurrency: Int, extraArguments: [String] = [],
@@ -12,7 +15,7 @@ struct WorkerFleet {
         var children: [ChildProcess] = []
         for index in 0..<count {
             var arguments = ["--database-url", context.connectionString, "--queues", queue,
-                             "--concurrency", String(concurrency), "--log-level", "warning"] + extraArguments
+                             "--concurrency", String(concurrency), "--log-level", WorkerFleet.logLevel] + extraArguments
             if let base = WorkerCounters.metricsBase { arguments += ["--metrics-addr", "127.0.0.1:\(base + index)"] }
             let program = context.binDirectory + "/jobworker"
             let wrapper = WorkerCounters.wrapper

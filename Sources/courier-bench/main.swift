@@ -13,16 +13,22 @@ import Foundation
 //   courier-bench memory   [common] --concurrency 256 --delay 10
 //   courier-bench soak     [common] --minutes 30 --rate 5000 --workers 2 --concurrency 256 --retention 1m --sample 60
 //                          steady enqueue + drain; per-sample throughput, claim lag, sizes, dead tuples, autovacuum runs
-//   (drain also takes --hold-snapshot: a repeatable-read transaction held open across every drain)
+//   (drain also takes --hold-snapshot 1: a repeatable-read transaction held open across every drain, and
+//    --tag NAME: rows marked for a section of their own, e.g. longtx, kept out of the drain tables)
 //   courier-bench traffic  [common] --jobs 50000 --destinations 100 --waiting 10000 --reps 3
 //                          (claim cost with capped destinations' backlogs against no policies, same run)
 //   courier-bench fair     [common] --backlog 200000 --jobs 100 --interval-ms 100 --concurrency 64 --reps 3
 //                          (a trickle destination's pickup behind another's backlog; no policies)
+//   courier-bench backlog  [common] --runnable 1000000 --waiting 9000000 --held-share 0.5 --workers 2 --concurrency 256 --loaders 2 --reps 1
+//                          drain of the runnable jobs with the waiting ones scheduled ahead / held, against an empty table
+//   courier-bench outage   [common] --waiting 1000000 --open-seconds 600 --workers 2 --concurrency 256 --other-rate 200
+//                          --other-delay-ms 500 --lease 10s --loaders 2
+//                          one destination's breaker open over a big backlog: heartbeat delays, lease losses, hold/release times
 //   courier-bench script                                    print the generated pgbench script
 // common: --db NAME --bin-dir DIR --work-dir DIR --out FILE --pg-data DIR (PG* variables select the cluster)
 
 func runBench(_ arguments: [String]) throws {
-    guard let command = arguments.first else { throw BenchError("usage: courier-bench setup|enqueue|drain|pgbench|latency|memory|traffic|fair|script [options]") }
+    guard let command = arguments.first else { throw BenchError("usage: courier-bench setup|enqueue|drain|pgbench|latency|memory|soak|backlog|outage|traffic|fair|script [options]") }
     let rest = arguments.dropFirst()
     let common = BenchContext.commonOptions
     switch command {
@@ -36,13 +42,14 @@ func runBench(_ arguments: [String]) throws {
                                  sqlCalls: try options.int("sql-calls", default: 10_000))
         for rep in 1...max(1, try options.int("reps", default: 3)) { try bench.run(rep: rep) }
     case "drain":
-        let options = try BenchOptions(rest, known: common + ["kind", "jobs", "workers", "concurrency", "reps", "url", "retention", "hold-snapshot"])
+        let options = try BenchOptions(rest, known: common + ["kind", "jobs", "workers", "concurrency", "reps", "url", "retention", "hold-snapshot", "tag"])
         guard let kind = DrainBench.Kind(rawValue: options.string("kind", default: "noop")) else { throw BenchError("--kind: noop or http") }
         let bench = DrainBench(context: try BenchContext(options), kind: kind,
                                jobs: try options.int("jobs", default: kind == .noop ? 100_000 : 50_000),
                                httpURL: options.string("url", default: "http://127.0.0.1:18080/ok"),
                                retention: options.optional("retention"),
-                               holdSnapshot: options.optional("hold-snapshot").map { $0 != "0" && $0 != "false" } ?? false)
+                               holdSnapshot: options.optional("hold-snapshot").map { $0 != "0" && $0 != "false" } ?? false,
+                               tag: options.optional("tag"))
         let reps = max(1, try options.int("reps", default: 3))
         for rep in 1...reps {
             for workers in try options.intList("workers", default: [1, 2]) {
@@ -66,6 +73,23 @@ func runBench(_ arguments: [String]) throws {
         try SoakBench(context: try BenchContext(options), seconds: seconds, rate: try options.int("rate", default: 5000),
                       workers: try options.int("workers", default: 2), concurrency: try options.int("concurrency", default: 256),
                       retention: options.string("retention", default: "1m"), sample: try options.int("sample", default: 60)).run()
+    case "backlog":
+        let options = try BenchOptions(rest, known: common + ["runnable", "waiting", "held-share", "workers", "concurrency", "loaders", "reps"])
+        let share = Double(options.string("held-share", default: "0.5"))
+        guard let share, share >= 0, share <= 1 else { throw BenchError("--held-share: a number from 0 to 1") }
+        let bench = BacklogBench(context: try BenchContext(options), runnable: try options.int("runnable", default: 1_000_000),
+                                 waiting: try options.int("waiting", default: 9_000_000), heldShare: share,
+                                 loaders: max(1, try options.int("loaders", default: 2)),
+                                 workers: try options.int("workers", default: 2), concurrency: try options.int("concurrency", default: 256))
+        for rep in 1...max(1, try options.int("reps", default: 1)) { try bench.run(rep: rep) }
+    case "outage":
+        let options = try BenchOptions(rest, known: common + ["waiting", "open-seconds", "workers", "concurrency", "other-rate",
+                                                              "other-delay-ms", "lease", "loaders"])
+        try OutageBench(context: try BenchContext(options), waiting: try options.int("waiting", default: 1_000_000),
+                        openSeconds: try options.int("open-seconds", default: 600), workers: max(2, try options.int("workers", default: 2)),
+                        concurrency: try options.int("concurrency", default: 256), otherRate: try options.int("other-rate", default: 200),
+                        otherDelayMs: try options.int("other-delay-ms", default: 500), lease: options.string("lease", default: "10s"),
+                        loaders: max(1, try options.int("loaders", default: 2))).run()
     case "latency":
         let options = try BenchOptions(rest, known: common + ["jobs", "interval-ms", "reps"])
         let bench = LatencyBench(context: try BenchContext(options), jobs: try options.int("jobs", default: 500),
