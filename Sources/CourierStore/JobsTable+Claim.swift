@@ -91,18 +91,28 @@ extension JobsTable {
     /// are taken. Started after a position, the claim first reads the rest of the
     /// position's priority from just after it, then the priorities above it.
     /// The queue's pause is checked once per statement. Held-back destinations (breaker not
-    /// closed, Retry-After) are filtered outside the ranges: inside, the anti-join made the
-    /// planner expect few rows, sort a sequential scan of the whole queue and JIT-compile
-    /// the statement (seconds, on a 200k-job queue). Their jobs are locked but not taken, and
-    /// the keeper moves them out of the index within a pass.
+    /// closed, Retry-After) are filtered inside the ranges, row by row, by a scalar subquery:
+    /// written as `not exists`, the planner made it an anti-join, expected few rows, sorted a
+    /// sequential scan of the whole queue and JIT-compiled the statement (seconds, on a
+    /// 200k-job queue). Filtered outside the ranges instead, a destination whose breaker had
+    /// just opened over more waiting jobs than a claim's limit would fill every claim's window
+    /// until the keeper had held them all (minutes for a 1M backlog), and no destination
+    /// behind it would be claimed. So such jobs are passed over (neither taken nor locked)
+    /// until the keeper moves them out of the index, which it does in bounded passes.
     static func claimStatement(after: Bool) -> String {
         let waiting = "c.queue = $1 and c.state = 'available' and c.held_since is null and not c.gated"
+        // Per row, as a subplan the planner cannot turn into an anti-join (see above).
+        let released = """
+            (select b.state <> 'closed' or b.not_before > now() from courier.breakers b
+                         where b.destination = c.destination) is not true
+            """
         let rest = after ? """
                 select s.id, s.destination from (
                     select c.id, c.destination from courier.jobs c
                     where \(waiting) and c.priority = $5
                       and (c.run_at, c.id) > (timestamptz 'epoch' + $6::bigint * interval '1 microsecond', $7::bigint)
                       and c.run_at <= now()
+                      and \(released)
                     order by c.priority, c.run_at, c.id
                     limit $2
                     for update skip locked
@@ -123,6 +133,7 @@ extension JobsTable {
                     select c.id, c.destination from courier.jobs c
                     where \(waiting) and c.priority = prio.p
                       and c.run_at <= now()
+                      and \(released)
                     order by c.priority, c.run_at, c.id
                     limit $2
                     for update skip locked
@@ -132,8 +143,6 @@ extension JobsTable {
             picked as (
                 select candidates.id, candidates.destination from candidates
                 where not exists (select 1 from courier.queue_settings q where q.queue = $1 and q.paused)
-                  and not exists (select 1 from courier.breakers b
-                                  where b.destination = candidates.destination and (b.state <> 'closed' or b.not_before > now()))
                 limit $2
             )
             update courier.jobs j

@@ -140,10 +140,14 @@ import Testing
             try db.execute(PostgresQuery(unsafeSQL: "select courier.breaker_pause($1::text, 3600000)", binds: [paused]))
             try db.simpleQuery("vacuum analyze courier.jobs")
 
-            // Unheld, the paused destination's due jobs come first in the index and fill the
-            // claim's range (they are filtered after it): it takes none of the plain jobs.
-            #expect(try claimBuffers(on: db) > 0)
-            #expect(try JobsTable.claim(queue: "default", limit: 100, worker: UUID(), leaseMilliseconds: lease, on: db).isEmpty)
+            // Unheld, the paused destination's due jobs come first in the index: the claim passes
+            // over them (that is what costs, until the keeper has held them) and still takes the
+            // plain jobs behind them. (Filtered after the claim's range, they filled the range and
+            // hid every other destination until all 30k were held.)
+            let unheld = try claimBuffers(on: db)
+            let behind = try JobsTable.claim(queue: "default", limit: 100, worker: UUID(), leaseMilliseconds: lease, on: db)
+            #expect(behind.count == 5 && behind.allSatisfy { $0.destination == "http://plain.test:80" })
+            try insert(5, dueInSeconds: -30, on: db)
 
             while try JobsTable.trafficMaintain(batch: 2000, on: db) >= 2000 {}
             #expect(try count("select count(*)::bigint from courier.jobs where held_since is not null", on: db) == 30_000)
@@ -152,6 +156,7 @@ import Testing
             try db.simpleQuery("vacuum courier.jobs")
             let held = try claimBuffers(on: db)
             #expect(held < 80, "the claim touched \(held) buffers with 30k jobs held for Retry-After")
+            #expect(unheld > 10 * held, "passing over 30k unheld jobs (\(unheld) buffers) costs what holding them saves (\(held))")
             let claimed = try JobsTable.claim(queue: "default", limit: 100, worker: UUID(), leaseMilliseconds: lease, on: db)
             #expect(claimed.count == 5)
             #expect(claimed.allSatisfy { $0.destination == "http://plain.test:80" })
