@@ -118,9 +118,13 @@ public final class StoreSession: @unchecked Sendable {
         let fresh = try PostgresConnection.connect(configuration)
         // Not through a pooler: a session setting there stays on the server connection
         // and reaches whichever client is lent it next.
-        if let statementTimeout, !fresh.isPooled {
-            let milliseconds = String(statementTimeout.milliseconds)
-            _ = try fresh.query("select set_config('statement_timeout', \(milliseconds), false)")
+        if !fresh.isPooled {
+            // No JIT: a worker's statements are short, and a misestimate that crosses
+            // jit_above_cost makes every claim pay a compilation of 100s of ms.
+            let milliseconds = statementTimeout.map { String($0.milliseconds) }
+            _ = try fresh.query("""
+                select set_config('jit', 'off', false), set_config('statement_timeout', coalesce(\(milliseconds), current_setting('statement_timeout')), false)
+                """)
         }
         connectionIsPooled = fresh.isPooled
         skippedListen = !channels.isEmpty && !shouldListen(fresh.isPooled)
