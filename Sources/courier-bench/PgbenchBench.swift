@@ -70,7 +70,7 @@ struct PgbenchBench {
             "-n", "-M", "prepared", "-f", scriptPath, "-c", String(clients), "-j", String(min(clients, 2)),
             "-T", String(duration), "-D", "queue=bench", "-D", "batch=\(batch)",
             "-D", "wid=\(UUID().uuidString.lowercased())", "-D", "lease=30000", context.database,
-        ], logPath: outputPath)
+        ], logPath: outputPath, environment: ["PGOPTIONS": "-c jit=off"])  // as workers' sessions run
         guard child.wait(timeout: Double(duration) + 120) == 0 else {
             throw BenchError("pgbench failed (status \(child.exitStatus ?? -1)):\n\(child.output.suffix(2000))")
         }

@@ -94,6 +94,28 @@ import Testing
         }
     }
 
+    /// A session with JIT on (a pooled worker's: `jit = off` is set only on direct
+    /// connections) compiles any statement costed above jit_above_cost, 60 ms per claim.
+    /// The claim's estimate must stay below it on a big queue, from the start and from a bound.
+    @Test func theClaimIsNeverCostedHighEnoughToBeCompiled() throws {
+        try CourierTestDatabase.with { (_, db) throws in
+            try insert(200_000, dueInSeconds: -60, on: db)
+            try db.simpleQuery("vacuum analyze courier.jobs")
+            let threshold = try db.query("select current_setting('jit_above_cost')::float8").rows[0].decode(0, as: Double.self)
+            func cost(_ sql: String, _ binds: [any PostgresEncodable]) throws -> Double {
+                let text = try db.query(PostgresQuery(unsafeSQL: "explain (format json) " + sql, binds: binds))
+                    .rows[0].decode(0, as: String.self)
+                let plans = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [[String: Any]])
+                return try #require((plans.first?["Plan"] as? [String: Any])?["Total Cost"] as? Double)
+            }
+            let worker = UUID()
+            let full = try cost(JobsTable.claimSQL, ["default", 100, worker, lease])
+            let bounded = try cost(JobsTable.claimAfterSQL, ["default", 100, worker, lease, 0, Int64(0), Int64(0)])
+            #expect(full < threshold / 10, "the claim is costed \(full), JIT starts at \(threshold)")
+            #expect(bounded < threshold / 10, "the claim from a bound is costed \(bounded), JIT starts at \(threshold)")
+        }
+    }
+
     @Test func theClaimTakesInPriorityRunAtIdOrderAcrossPriorities() throws {
         try CourierTestDatabase.with { (_, db) throws in
             try insert(30, dueInSeconds: -60, priorities: 3, on: db)
