@@ -106,16 +106,22 @@ extension JobsTable {
             (select b.state <> 'closed' or b.not_before > now() from courier.breakers b
                          where b.destination = c.destination) is not true
             """
-        let rest = after ? """
-                select s.id, s.destination from (
+        // One priority's due jobs in the claim's order, locked as they are read.
+        func range(priority: String, from bound: String = "") -> String {
+            """
                     select c.id, c.destination from courier.jobs c
-                    where \(waiting) and c.priority = $5
-                      and (c.run_at, c.id) > (timestamptz 'epoch' + $6::bigint * interval '1 microsecond', $7::bigint)
+                    where \(waiting) and c.priority = \(priority)\(bound)
                       and c.run_at <= now()
                       and \(released)
                     order by c.priority, c.run_at, c.id
                     limit $2
                     for update skip locked
+            """
+        }
+        let position = " and (c.run_at, c.id) > (timestamptz 'epoch' + $6::bigint * interval '1 microsecond', $7::bigint)"
+        let rest = after ? """
+                select s.id, s.destination from (
+            \(range(priority: "$5", from: position))
                 ) s
                 union all
 
@@ -130,13 +136,7 @@ extension JobsTable {
             ),
             candidates as (
             \(rest)    select t.id, t.destination from prio cross join lateral (
-                    select c.id, c.destination from courier.jobs c
-                    where \(waiting) and c.priority = prio.p
-                      and c.run_at <= now()
-                      and \(released)
-                    order by c.priority, c.run_at, c.id
-                    limit $2
-                    for update skip locked
+            \(range(priority: "prio.p"))
                 ) t
                 where prio.p is not null
                 -- Not needed for the result (picked has the same limit), but it keeps the planner
