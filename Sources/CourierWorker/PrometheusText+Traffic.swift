@@ -24,28 +24,25 @@ extension PrometheusText {
             return selection.fold(values).map { Sample(name, [("destination", $0.label)], $0.value) }
         }
         var page = PrometheusText()
+        func family(_ name: String, _ type: MetricType, help: String, _ value: (DestinationsTable.Traffic) -> Double) {
+            page.family(name, type, help: help, samples(name, value))
+        }
         page.single("courier_destinations_gated", .gauge,
                     help: "Destinations with a traffic policy (cap, rate, retry budget or paused), fleet-wide.", Double(rows.count))
-        page.family("courier_destination_in_flight", .gauge,
-                    help: "Jobs running now for each gated destination, fleet-wide (top destinations, the rest as other).",
-                    samples("courier_destination_in_flight") { Double($0.inFlight) })
-        page.family("courier_destination_max_in_flight", .gauge,
-                    help: "The concurrency cap of each gated destination that has one.",
-                    samples("courier_destination_max_in_flight") { Double($0.maxInFlight ?? 0) })
-        page.family("courier_destination_paused", .gauge, help: "Paused gated destinations (1 each).",
-                    samples("courier_destination_paused") { $0.paused ? 1 : 0 })
-        page.family("courier_destination_claimed_total", .counter,
-                    help: "Jobs claimed through the gated claim, per destination, fleet-wide.",
-                    samples("courier_destination_claimed_total") { Double($0.claimed) })
-        page.family("courier_destination_slot_waits_total", .counter,
-                    help: "Claims that found a destination's jobs waiting and no free slot under its cap, fleet-wide.",
-                    samples("courier_destination_slot_waits_total") { Double($0.slotWaits) })
-        page.family("courier_destination_token_waits_total", .counter,
-                    help: "Claims that found a destination's jobs waiting and no token in its rate bucket, fleet-wide.",
-                    samples("courier_destination_token_waits_total") { Double($0.tokenWaits) })
-        page.family("courier_destination_retries_deferred_total", .counter,
-                    help: "Claims that left retries waiting because the destination's retry budget was spent, fleet-wide.",
-                    samples("courier_destination_retries_deferred_total") { Double($0.retriesDeferred) })
+        family("courier_destination_in_flight", .gauge,
+               help: "Jobs running now for each gated destination, fleet-wide (top destinations, the rest as other).") { Double($0.inFlight) }
+        family("courier_destination_max_in_flight", .gauge,
+               help: "The concurrency cap of each gated destination that has one.") { Double($0.maxInFlight ?? 0) }
+        family("courier_destination_paused", .gauge,
+               help: "Paused gated destinations (1 each).") { $0.paused ? 1 : 0 }
+        family("courier_destination_claimed_total", .counter,
+               help: "Jobs claimed through the gated claim, per destination, fleet-wide.") { Double($0.claimed) }
+        family("courier_destination_slot_waits_total", .counter,
+               help: "Claims that found a destination's jobs waiting and no free slot under its cap, fleet-wide.") { Double($0.slotWaits) }
+        family("courier_destination_token_waits_total", .counter,
+               help: "Claims that found a destination's jobs waiting and no token in its rate bucket, fleet-wide.") { Double($0.tokenWaits) }
+        family("courier_destination_retries_deferred_total", .counter,
+               help: "Claims that left retries waiting because the destination's retry budget was spent, fleet-wide.") { Double($0.retriesDeferred) }
         return page.text
     }
 }
