@@ -3,6 +3,7 @@
 # HTTP drains (and optionally pickup latency), alternating A and B by repetition, with
 # each drain's worker CPU seconds per 100k jobs, context switches per thread per 1000
 # jobs, jobs per claim and results per acknowledgement flush (see WorkerCounters).
+# Each side runs on a database of its own, migrated by its own jobctl.
 # CPU per job is the figure to compare when other work shares the box; wall throughput
 # moves with the load.
 #
@@ -48,8 +49,12 @@ cleanup() {
 trap cleanup EXIT
 
 CB="$BIN/courier-bench"
-common() { echo --db courier_bench --bin-dir "$1" --work-dir "$RUN_DIR/work" --out "$RUN_DIR/$2.jsonl" --pg-data "$RUN_DIR/pg/data"; }
+# Each side on a database of its own, migrated by its own jobctl: an older worker meets its own schema.
+db_of() { if [ "$1" = base ]; then echo courier_bench_base; else echo courier_bench; fi; }
+common() { echo --db "$(db_of "$2")" --bin-dir "$1" --work-dir "$RUN_DIR/work" --out "$RUN_DIR/$2.jsonl" --pg-data "$RUN_DIR/pg/data"; }
 "$CB" setup $(common "$BIN" head)
+psql -qAtX -d postgres -c "drop database if exists courier_bench_base with (force)" -c "create database courier_bench_base"
+"$BASE_BIN/jobctl" migrate --database-url "dbname=courier_bench_base" > "$RUN_DIR/work/base-migrate.log"
 for rep in $(seq 1 "$REPS"); do
   for side in ${SIDES:-base head}; do
     dir="$BIN"; [ "$side" = base ] && dir="$BASE_BIN"

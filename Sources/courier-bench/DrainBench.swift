@@ -6,10 +6,14 @@ import Postgres
 ///
 /// Method (matching the peers harness, bench_pgqueuer.py `drain`): the jobs are
 /// inserted before the run and VACUUM ANALYZEd; the worker processes start, connect,
-/// register and go idle. To hold them idle while jobs exist, the jobs' destination has
-/// a forced-open circuit breaker, which the claim statement skips. GO is one
-/// transaction that deletes that breaker row and sends the NOTIFY; t0 is taken when
-/// its COMMIT returns. t1 is the end of the first poll (every 5 ms) that finds no job
+/// register and go idle. To hold them idle while jobs exist, their queue is paused
+/// (`courier.queue_pause`, migration 0014), which the claim checks once per statement;
+/// GO is the transaction that resumes it and sends the NOTIFY, and t0 is taken when its
+/// COMMIT returns. A baseline older than queue pauses is held by a forced-open circuit
+/// breaker on the jobs' destination instead, which its claim skips, and GO deletes that
+/// row. A breaker is not used where pauses exist: from migration 0022 on, the traffic
+/// keeper holds an open destination's waiting jobs and must release them all after GO,
+/// and the drain would measure that release (in passes of 2,000) rather than claiming. t1 is the end of the first poll (every 5 ms) that finds no job
 /// of the queue left in courier.jobs: a job leaves that table only in the
 /// transaction that records its success, so t1 is after the last acknowledgement
 /// committed (the peers' DONE is printed after their completion writes flushed).
@@ -43,6 +47,39 @@ struct DrainBench {
             """
     }
 
+    /// What holds the started workers idle until GO (see the type's comment).
+    enum Gate {
+        case queuePause, forcedOpenBreaker
+
+        /// The queue pause where the schema has one (migration 0014), else the breaker.
+        init(_ connection: PostgresConnection) throws {
+            let hasPause = try connection.query(PostgresQuery(unsafeSQL: """
+                select exists (select 1 from pg_proc where proname = 'queue_pause' and pronamespace = 'courier'::regnamespace)
+                """)).rows[0].decode(0, as: Bool.self)
+            self = hasPause ? .queuePause : .forcedOpenBreaker
+        }
+
+        func close(queue: String, destination: String, on connection: PostgresConnection) throws {
+            switch self {
+            case .queuePause:
+                _ = try connection.query(PostgresQuery(unsafeSQL: "select courier.queue_pause($1::text, true)", binds: [queue]))
+            case .forcedOpenBreaker:
+                try connection.execute(PostgresQuery(unsafeSQL: """
+                    insert into courier.breakers (destination, state, forced, open_until) values ($1::text, 'open', true, now() + interval '1 day')
+                    """, binds: [destination]))
+            }
+        }
+
+        func open(queue: String, destination: String, on connection: PostgresConnection) throws {
+            switch self {
+            case .queuePause:
+                _ = try connection.query(PostgresQuery(unsafeSQL: "select courier.queue_pause($1::text, false)", binds: [queue]))
+            case .forcedOpenBreaker:
+                try connection.execute(PostgresQuery(unsafeSQL: "delete from courier.breakers where destination = $1::text", binds: [destination]))
+            }
+        }
+    }
+
     var archives: Bool { retention.map { !["0", "0s", "0ms"].contains($0) } ?? true }
 
     func run(workers: Int, concurrency: Int, rep: Int) throws {
@@ -54,9 +91,8 @@ struct DrainBench {
         let destination = try url.map {
             try connection.query(PostgresQuery(unsafeSQL: "select courier.destination_of($1::text)", binds: [$0])).rows[0].decode(0, as: String.self)
         } ?? "job:noop"
-        try connection.execute(PostgresQuery(unsafeSQL: """
-            insert into courier.breakers (destination, state, forced, open_until) values ($1::text, 'open', true, now() + interval '1 day')
-            """, binds: [destination]))
+        let gate = try Gate(connection)
+        try gate.close(queue: queue, destination: destination, on: connection)
         try context.insertJobs(connection, count: jobs, queue: queue, url: url)
         try connection.simpleQuery("vacuum analyze courier.jobs")
 
@@ -78,7 +114,7 @@ struct DrainBench {
             let before = sampler.snapshot()
             let switchesBefore = WorkerCounters.switches(pids: fleet.pids)
             let goTime: Date = try connection.withTransaction { tx in
-                try tx.execute(PostgresQuery(unsafeSQL: "delete from courier.breakers where destination = $1::text", binds: [destination]))
+                try gate.open(queue: queue, destination: destination, on: tx)
                 return try tx.query(PostgresQuery(unsafeSQL: "select now() from pg_notify('courier_jobs', $1::text)", binds: [queue]))
                     .rows[0].decode(0, as: Date.self)
             }
