@@ -410,6 +410,42 @@ if enq:
         w(f"| PgQueuer `Queries.enqueue`, chunks of 1000 (its harness) | {cell([r['jobs_per_s'] for r in pgq_enq])} | – |")
     w("")
 
+# ------------------------------------------------------------------ single-job enqueue under concurrency (issue 12)
+enqc = [r for r in courier if r["bench"] == "enqconc"]
+if enqc:
+    variants = (("current", "courier.enqueue (NOTIFY once per transaction and queue, 0023)"),
+                ("every", "a copy notifying on every call (before 0023)"), ("quiet", "a copy without NOTIFY"))
+    w("## Single-job enqueue under concurrency (issue 12)")
+    w("")
+    w("`bench/enqueue-concurrency.sh`, on a PostgreSQL of its own: `select courier.enqueue(url => ..., queue => 'enq')` "
+      "from C pgbench clients (prepared, one call per autocommit transaction), against two copies of the function in "
+      "schemas of the bench database only: one that notifies on every call, as before migration 0023, and one that never "
+      "does (the floor; without NOTIFY, a worker finds jobs only by polling). One idle jobworker listens on another queue. "
+      "Then pickup: one jobworker --concurrency 256 drains while pgbench offers a fixed rate; latency = enqueue "
+      "transaction start → success archived (`created_at` → `finished_at`).")
+    w("")
+    w("| clients | " + " | ".join(f"{label}: jobs/s" for _, label in variants) + " |")
+    w("|---|" + "---|" * len(variants))
+    for c in sorted({r["clients"] for r in enqc}):
+        cells = [cell([r["jobs_per_s"] for r in enqc if r["phase"] == "throughput" and r["clients"] == c and r["variant"] == v])
+                 for v, _ in variants]
+        w(f"| {c} | " + " | ".join(cells) + " |")
+    pickup = [r for r in enqc if r["phase"] == "pickup"]
+    if pickup:
+        w("")
+        w(f"Pickup at {pickup[0]['rate']} jobs/s offered, ms p50 / p99 (jobs archived):")
+        w("")
+        w("| clients | " + " | ".join(label for _, label in variants) + " |")
+        w("|---|" + "---|" * len(variants))
+        for c in sorted({r["clients"] for r in pickup}):
+            cells = []
+            for v, _ in variants:
+                rs = [r for r in pickup if r["clients"] == c and r["variant"] == v]
+                cells.append(f"{cell([r['p50_ms'] for r in rs], '{:.1f}')} / {cell([r['p99_ms'] for r in rs], '{:.1f}')} "
+                             f"({cell([r['n'] for r in rs])})" if rs else "–")
+            w(f"| {c} | " + " | ".join(cells) + " |")
+    w("")
+
 # ------------------------------------------------------------------ destination traffic control (issue 13)
 traffic = [r for r in courier if r["bench"] == "traffic"]
 if traffic:

@@ -5,13 +5,17 @@
 #
 #   bench/run.sh                 # everything, ~20-25 min on the 2-core reference box
 #   QUICK=1 bench/run.sh         # small sizes, 1 rep: checks the harness in ~4 min (figures not comparable)
-#   ONLY="drain latency" bench/run.sh   # subset of: pgbench drain http latency memory enqueue traffic fair
+#   ONLY="drain latency" bench/run.sh   # subset of: pgbench drain http latency memory enqueue enqconc traffic fair
 #                                         #   and soak backlog outage longtx (issue 12; not in the default set:
 #                                         #   at full size they take ~30 + ~10 + ~15 + ~3 min)
 #   ONLY="soak backlog outage longtx" bench/run.sh   # the scale and endurance runs alone
 #
 # Knobs (environment), defaults in brackets:
 #   REPS [3]                 repetitions of every measurement (median reported)
+#   DRAIN_REPS [REPS]        repetitions of the no-op drains alone (Courier, baseline and PgQueuer)
+#   ENQC_CLIENTS ["1 8 32"]  ENQC_T [10]  ENQC_RATE [400]   enqconc: single-job courier.enqueue from concurrent clients
+#                            (bench/enqueue-concurrency.sh, on a PostgreSQL of its own), against copies of it that
+#                            notify on every call or never; then pickup at an offered rate
 #   DRAIN_N [100000]         no-op jobs per drain (Courier and PgQueuer)
 #   DRAIN_NOARCHIVE_CONC ["256,1024"]  --concurrency values of the drains with --retention 0 (no success archive)
 #   DRAIN_WORKERS ["1,2"]    jobworker processes;  DRAIN_CONC ["64,256,1024"]  --concurrency values tried
@@ -57,10 +61,11 @@ if [ "$QUICK" = 1 ]; then
   : "${DRAIN_NOARCHIVE_CONC:=256}"
   : "${PGQ_CONFIGS:=2 1 500}"
   : "${SOAK_MINUTES:=3}" "${SOAK_RATE:=5000}" "${SOAK_SAMPLE:=30}" "${BACKLOG_RUNNABLE:=100000}" "${BACKLOG_WAITING:=900000}"
-  : "${OUTAGE_WAITING:=100000}" "${OUTAGE_MINUTES:=1}"
+  : "${OUTAGE_WAITING:=100000}" "${OUTAGE_MINUTES:=1}" "${ENQC_T:=3}" "${ENQC_CLIENTS:=1 8}"
 fi
 REPS="${REPS:-3}"
-ONLY="${ONLY:-pgbench drain http latency memory enqueue traffic fair}"
+ONLY="${ONLY:-pgbench drain http latency memory enqueue enqconc traffic fair}"
+DRAIN_REPS="${DRAIN_REPS:-$REPS}"
 FAIR_BACKLOG="${FAIR_BACKLOG:-200000}"; FAIR_N="${FAIR_N:-100}"; FAIR_INTERVAL_MS="${FAIR_INTERVAL_MS:-100}"
 TRAFFIC_JOBS="${TRAFFIC_JOBS:-50000}"
 TRAFFIC_DESTINATIONS="${TRAFFIC_DESTINATIONS:-100}"
@@ -205,7 +210,7 @@ fi
 # ---- 6. no-op drain: Courier and PgQueuer, interleaved by repetition
 if has drain; then
   "${PEERS[@]}" "$PY" bench_pgqueuer.py setup > "$RUN_DIR/work/pgq_setup.log" 2>&1
-  for rep in $(seq 1 "$REPS"); do
+  for rep in $(seq 1 "$DRAIN_REPS"); do
     say "courier drain rep $rep"
     "${CB[@]}" drain "${COMMON[@]}" --kind noop --jobs "$DRAIN_N" --workers "$DRAIN_WORKERS" --concurrency "$DRAIN_CONC" --reps 1
     base drain --kind noop --jobs "$DRAIN_N" --workers "$DRAIN_WORKERS" --concurrency "$DRAIN_CONC" --reps 1
@@ -271,6 +276,15 @@ if has enqueue; then
   "${PEERS[@]}" "$PY" bench_pgqueuer.py setup > "$RUN_DIR/work/pgq_setup3.log" 2>&1
   "${PEERS[@]}" "$PY" bench_pgqueuer.py enqueue --n "$ENQ_LINES" --chunk 1000 --reps "$REPS"
   say "enqueue end"
+fi
+
+# ---- 10b. single-job enqueue under concurrency (issue 12): its own script and PostgreSQL
+if has enqconc; then
+  say "enqconc"
+  HEAD_BIN="$BIN" CLIENTS="${ENQC_CLIENTS:-1 8 32}" T="${ENQC_T:-10}" RATE="${ENQC_RATE:-400}" OUT="$RUN_DIR/courier.jsonl" \
+    RUN_DIR="$RUN_DIR/enqconc" bench/enqueue-concurrency.sh > "$RUN_DIR/work/enqconc.log" 2>&1 \
+    || say "enqconc FAILED (work/enqconc.log); the run goes on without its section"
+  say "enqconc end"
 fi
 
 # ---- 11. destination traffic control (issue 13): the claim with 100 capped destinations'
