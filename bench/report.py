@@ -267,9 +267,12 @@ if vm:
 w("## No-op drain (issue 3)")
 w("")
 w("Method, Courier: N `noop` jobs inserted with one `insert ... select generate_series` and VACUUM ANALYZEd; "
-  "the jobworker processes (`--queues bench --concurrency C`) start, register and sit idle, held off by a forced-open "
-  "breaker row on the jobs' destination (the claim skips it); GO is one transaction that deletes that row and sends "
-  "the NOTIFY, t0 = its COMMIT returned; t1 = the first 5 ms poll that finds no job of the queue left in "
+  "the jobworker processes (`--queues bench --concurrency C`) start, register and sit idle, held off by a paused "
+  "queue (`courier.queue_pause`; a baseline without queue pauses: a forced-open breaker row on the jobs' destination, "
+  "which its claim skips); GO is one transaction that resumes the queue (or deletes that row) and sends "
+  "the NOTIFY, t0 = its COMMIT returned. (Until 2026-12-02 the breaker row held every revision's workers; from "
+  "migration 0022 on, the traffic keeper then held the waiting jobs while the workers started and released them in "
+  "passes of 2,000 after GO, inside the timed drain, so drain figures measured before then understate Courier.) t1 = the first 5 ms poll that finds no job of the queue left in  t1 = the first 5 ms poll that finds no job of the queue left in "
   "`courier.jobs` (a job leaves it only when its success is committed). Method, PgQueuer (its harness, unchanged): "
   "jobs pre-enqueued and VACUUM ANALYZEd, workers spawned and READY, t0 = GO, end = the last worker's DONE after its "
   "drain-mode loop returned. CPU split = cores used on average between t0 and t1 (from /proc): workers, the private "

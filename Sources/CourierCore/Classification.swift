@@ -24,6 +24,10 @@ public struct Classification: Sendable, Equatable {
     /// ``TransportOutcome/refusedByConfiguration(_:)``, a missing secret, no handler for
     /// the kind): the job is handed back without using an attempt, for another worker.
     public var refusedByConfiguration = false
+    /// The request was withheld just before it was written (see ``TransportOutcome/withheld(_:)``):
+    /// its destination was held back after the job was claimed. Nothing was sent; the job goes
+    /// back to the queue without using an attempt.
+    public var withheld = false
 
     /// Creates a classification; `countsAsBreakerFailure` follows the class.
     public init(

@@ -65,6 +65,13 @@ public enum OutcomeClassifier {
             return Classification(succeeded: false, errorClass: .cancelled, message: message, mayHaveBeenDelivered: maybeSent, retryable: false)
         case .response(let response):
             return classify(response, expectContentType: expectContentType, now: now)
+        case .withheld(let detail):
+            // Retryable and not breaker evidence, should a caller not look at `withheld`.
+            var withheld = Classification(succeeded: false, errorClass: .transport, message: "not sent: \(detail)",
+                                          mayHaveBeenDelivered: false, retryable: true)
+            withheld.countsAsBreakerFailure = false
+            withheld.withheld = true
+            return withheld
         }
     }
 

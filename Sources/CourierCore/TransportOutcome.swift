@@ -20,4 +20,8 @@ public enum TransportOutcome: Sendable, Equatable {
     case response(HTTPResponseSummary)
     /// Aborted by cancel or shutdown; `maybeSent` if the request may have left.
     case cancelled(maybeSent: Bool)
+    /// Held back by the sender at the last moment, just before the request would have been
+    /// written (``HTTPRequest/mayStillSend`` said no): certainly not delivered, and nothing
+    /// about the destination's health.
+    case withheld(String)
 }

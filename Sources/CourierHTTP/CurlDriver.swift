@@ -184,7 +184,8 @@ final class CurlDriver: @unchecked Sendable {
             continuation: submission.continuation,
             easy: easy,
             addressGuard: addressGuard,
-            maxBodyBytes: configuration.maxResponseBodyBytes
+            maxBodyBytes: configuration.maxResponseBodyBytes,
+            mayStillSend: submission.request.mayStillSend
         )
         if let failure = CurlEasySetup.configure(transfer, request: submission.request, userAgent: configuration.userAgent) {
             release(transfer)
@@ -217,6 +218,7 @@ final class CurlDriver: @unchecked Sendable {
                 refusal: transfer.refusal,
                 bodyTruncated: transfer.bodyTruncated,
                 resendRefused: transfer.resendRefused,
+                withheld: transfer.withheld,
                 requestBytesSent: requestBytes,
                 responseHeaderBytes: headerBytes
             )

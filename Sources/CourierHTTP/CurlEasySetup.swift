@@ -116,8 +116,10 @@ private let curlHeaderCallback: @convention(c) (UnsafeMutablePointer<CChar>?, In
 }
 
 /// Runs when a connection (new or reused) is ready and the request is about to be
-/// written. Re-checks the connected address, and refuses libcurl's silent resend of
-/// the request on a fresh connection: one call of `send` writes the request at most once.
+/// written. Re-checks the connected address, refuses libcurl's silent resend of the
+/// request on a fresh connection (one call of `send` writes the request at most once),
+/// and asks the request's `mayStillSend` last: a request that waited for a connection to
+/// its host may no longer be wanted.
 private let curlPreRequestCallback: @convention(c) (UnsafeMutableRawPointer?, UnsafeMutablePointer<CChar>?, UnsafeMutablePointer<CChar>?, Int32, Int32) -> Int32 = {
     user, primaryIP, _, _, _ in
     let t = transfer(user)
@@ -129,6 +131,10 @@ private let curlPreRequestCallback: @convention(c) (UnsafeMutableRawPointer?, Un
     if t.addressGuard != nil {
         let ip = primaryIP.map { String(cString: $0) } ?? ""
         if t.judge(ip: ip) != nil { return Int32(CURL_PREREQFUNC_ABORT) }
+    }
+    if let mayStillSend = t.mayStillSend, !mayStillSend() {
+        t.withheld = true
+        return Int32(CURL_PREREQFUNC_ABORT)
     }
     t.requestStarted = true
     return Int32(CURL_PREREQFUNC_OK)

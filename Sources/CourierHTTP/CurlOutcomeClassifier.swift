@@ -22,6 +22,8 @@ enum CurlOutcomeClassifier {
         var refusal: String?
         var bodyTruncated: Bool
         var resendRefused: Bool
+        /// The request's `mayStillSend` said no before anything was written.
+        var withheld = false
         /// CURLINFO_REQUEST_SIZE: request bytes libcurl wrote to the connection.
         var requestBytesSent: Int = 0
         /// CURLINFO_HEADER_SIZE: response header bytes libcurl read.
@@ -46,6 +48,7 @@ enum CurlOutcomeClassifier {
         if code == CURLE_WRITE_ERROR && evidence.bodyTruncated { return .response(response()) }
         // Every refusal of the address guard depends on this worker's --allow-private-networks.
         if let refusal = evidence.refusal { return .refusedByConfiguration(refusal) }
+        if evidence.withheld { return .withheld("withheld by the sender just before the request was written") }
         if evidence.resendRefused {
             return .connectionLost("connection closed before a response arrived; the request may have been delivered")
         }

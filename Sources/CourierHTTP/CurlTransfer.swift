@@ -24,14 +24,20 @@ final class CurlTransfer {
     var resendRefused = false
     /// The first address the guard refused for this transfer, as a full message.
     var refusal: String?
+    /// The request's last-moment check (``HTTPRequest/mayStillSend``); nil always sends.
+    let mayStillSend: (@Sendable () -> Bool)?
+    /// The check said no: the request was not written.
+    var withheld = false
 
     init(
         id: UInt64,
         continuation: CheckedContinuation<TransportOutcome, Never>,
         easy: UnsafeMutableRawPointer,
         addressGuard: (@Sendable (String) -> String?)?,
-        maxBodyBytes: Int
+        maxBodyBytes: Int,
+        mayStillSend: (@Sendable () -> Bool)? = nil
     ) {
+        self.mayStillSend = mayStillSend
         self.id = id
         self.continuation = continuation
         self.easy = easy

@@ -15,6 +15,11 @@ public struct HTTPRequest: Sendable {
     /// A separate limit for establishing the connection (TCP and TLS); `nil`
     /// leaves it bounded only by ``timeout``.
     public var connectTimeout: Duration?
+    /// Asked once, when a connection is ready and just before the request would be written
+    /// (after any wait for a connection to the host): `false` withholds it, and the outcome is
+    /// ``TransportOutcome/withheld(_:)``. Runs on the transport's thread: it must be quick and
+    /// must not block. `nil` always sends.
+    public var mayStillSend: (@Sendable () -> Bool)?
 
     /// Creates a request.
     /// - Parameters:

@@ -3,6 +3,22 @@ import Postgres
 
 /// Statements about `courier.breakers`: one row per destination that has needed one.
 public enum BreakersTable {
+    /// When the breaker row `b` holds its destination's jobs back: not closed, or a
+    /// Retry-After pause in force. The claim and ``heldBack(limit:on:)`` share it.
+    static let holdsBack = "b.state <> 'closed' or b.not_before > now()"
+
+    /// The destinations whose jobs are held back right now, by their breaker (see
+    /// ``holdsBack``) or a pause (`jobctl destination pause`); at most `limit`, in name order.
+    public static func heldBack(limit: Int, on connection: PostgresConnection) throws -> [String] {
+        try connection.query(PostgresQuery(unsafeSQL: """
+            select b.destination from courier.breakers b where \(holdsBack)
+            union
+            select d.destination from courier.destinations d where d.paused
+            order by 1
+            limit $1
+            """, binds: [limit])).rows.map { try $0.decode(0, as: String.self) }
+    }
+
     /// Holds a destination back until now + `milliseconds` (Retry-After). Its waiting
     /// jobs are not claimed meanwhile and so use no attempts. Never shortens a pause.
     /// Through `courier.breaker_pause`, so `courier_worker` needs no write privilege on the table.

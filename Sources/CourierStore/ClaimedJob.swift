@@ -33,6 +33,10 @@ public struct ClaimedJob: Sendable, Equatable {
     /// read at claim time, so a change applies from the next claim on.
     public var destinationSigningSecret: String?
 
+    /// Set by the worker on the job of a breaker's half-open probe, which is sent although
+    /// its destination is held back (it is how the destination gets tested). Not stored.
+    public var isProbe = false
+
     /// The signing secret that applies: the job's own wins over its destination's default.
     public var effectiveSigningSecret: String? { signingSecret ?? destinationSigningSecret }
 

@@ -103,7 +103,7 @@ extension JobsTable {
         let waiting = "c.queue = $1 and c.state = 'available' and c.held_since is null and not c.gated"
         // Per row, as a subplan the planner cannot turn into an anti-join (see above).
         let released = """
-            (select b.state <> 'closed' or b.not_before > now() from courier.breakers b
+            (select \(BreakersTable.holdsBack) from courier.breakers b
                          where b.destination = c.destination) is not true
             """
         // One priority's due jobs in the claim's order, locked as they are read.

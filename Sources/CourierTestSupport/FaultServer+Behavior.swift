@@ -11,6 +11,9 @@ extension FaultServer {
         /// aborted request) the exchange ends there; otherwise behaves as `then`. The
         /// request's ``FaultServer/RequestSpan`` records which.
         case holdUntilClientLeaves(delay: Duration, then: Behavior)
+        /// Waits until ``FaultServer/releaseHolds()`` is called (or the server stops), then
+        /// behaves as `then`: a test decides when the answer comes, without a timing.
+        case holdUntilReleased(then: Behavior)
         /// `200` with an `application/octet-stream` body of `bytes` bytes.
         case hugeBody(bytes: Int)
         /// `200` with a small HTML page, as a captive portal would send.

@@ -104,6 +104,9 @@ extension FaultServer {
         case .slow(let delay, let then):
             guard sleep(delay) else { return false }
             return perform(then, fd: fd, head: head, span: span)
+        case .holdUntilReleased(let then):
+            guard waitForRelease() else { return false }
+            return perform(then, fd: fd, head: head, span: span)
         case .holdUntilClientLeaves(let delay, let then):
             switch watch(fd, for: delay) {
             case .clientLeft:
@@ -153,6 +156,14 @@ extension FaultServer {
     }
 
     /// Waits `delay`; returns `false` if the server was stopped meanwhile.
+    /// Waits for ``FaultServer/releaseHolds()``; false when the server stopped first.
+    private func waitForRelease() -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        while !state.stopped && !state.holdsReleased { condition.wait() }
+        return !state.stopped
+    }
+
     private func sleep(_ delay: Duration) -> Bool {
         let deadline = Date().addingTimeInterval(Self.seconds(delay))
         condition.lock()

@@ -28,6 +28,7 @@ public final class FaultServer: @unchecked Sendable {
         var connectionCount = 0
         var openConnections: Set<Int32> = []
         var stopped = false
+        var holdsReleased = false
     }
 
     /// The port the server listens on (127.0.0.1).
@@ -95,6 +96,13 @@ public final class FaultServer: @unchecked Sendable {
     /// the path's behaviour (or the default) applies again.
     public func enqueueBehaviors(_ behaviors: [Behavior], forPath path: String) {
         withState { $0.scripted[path, default: []].append(contentsOf: behaviors) }
+    }
+
+    /// Lets every request held by ``Behavior/holdUntilReleased(then:)`` go on, and any
+    /// that arrives later pass straight through.
+    public func releaseHolds() {
+        withState { $0.holdsReleased = true }
+        condition.broadcast()
     }
 
     // MARK: - Observing

@@ -11,6 +11,9 @@ public struct HTTPJobHandler: JobHandler {
     let secrets: SecretResolver
     /// The clock of `webhook-timestamp`.
     let now: @Sendable () -> Date
+    /// The fleet's held-back destinations, asked just before each request is written (the
+    /// worker sets it); nil sends every request it built.
+    var heldBack: HeldBackDestinations?
 
     public init(transport: any HTTPTransport, secrets: SecretResolver, now: @escaping @Sendable () -> Date = { Date() }) {
         self.transport = transport
@@ -26,7 +29,9 @@ public struct HTTPJobHandler: JobHandler {
             let outcome: TransportOutcome = refusal.isLocal ? .refusedByConfiguration(refusal.message) : .blocked(refusal.message)
             return OutcomeClassifier.classify(outcome, expectContentType: nil, now: Date())
         }
-        let outcome = await transport.send(built.request)
+        var request = built.request
+        if !job.isProbe, let heldBack { request.mayStillSend = heldBack.sendCheck(for: job.destination) }
+        let outcome = await transport.send(request)
         // A server may echo credentials back (in a body excerpt, a header): remove them from
         // the raw bytes before anything is cut, escaped, logged or stored.
         let scrubbed = Self.scrub(outcome, secrets: built.secretValues)

@@ -63,6 +63,9 @@ extension PrometheusText {
         page.single("courier_lease_fence_aborts_total", .counter,
                     help: "Jobs this worker aborted because it could not prove their leases in time (database out of reach).",
                     Double(m.fenceAborts))
+        page.single("courier_jobs_withheld_total", .counter,
+                    help: "Jobs this worker handed back unsent, without using an attempt, because their destination was held back after the claim.",
+                    Double(m.withheld))
         page.single("courier_worker_ready", .gauge, help: "1 when /readyz answers 200.", state.ready ? 1 : 0)
 
         // Per queue, so one queue's failure rate can be alerted on; every queue this worker

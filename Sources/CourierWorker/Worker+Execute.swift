@@ -10,7 +10,8 @@ extension Worker {
     func execute(_ lease: Lease) async {
         let (held, start) = withState { state in (state.jobs[lease], state.started(lease)) }
         guard let entry = held else { return }
-        let job = entry.job
+        var job = entry.job
+        job.isProbe = entry.probeGeneration != nil
         switch start {
         case .ignore:
             return
@@ -60,6 +61,15 @@ extension Worker {
         // is still this worker's when the database answers again.
         let abortedByFence = ended.abortedByFence
         let (cancelledByOperator, abortedByShutdown) = (ended.cancelledByOperator, ended.abortedByShutdown || abortedByFence)
+        if classification.withheld, !cancelledByOperator {
+            // Its destination was held back after the claim, and nothing was sent: back to the
+            // queue without using an attempt (the claim passes it over until the destination is free).
+            acknowledge(.handBack(id: job.id, attempt: job.attempt))
+            metrics.recordWithheld()
+            if logger.isEnabled(.debug) { logJob(job, "job withheld: its destination is held back", classification, []) }
+            finish(lease)
+            return
+        }
         if classification.refusedByConfiguration, !cancelledByOperator, !abortedByShutdown {
             if refuseHere(job, classification, probeGeneration: ended.probeGeneration) {
                 finish(lease)

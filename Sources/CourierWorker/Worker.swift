@@ -45,6 +45,8 @@ public final class Worker: @unchecked Sendable {
     var settings: SettingsRefresher!
     /// The fleet's destination traffic policies, read by the traffic keeper.
     let traffic = TrafficState()
+    /// The destinations the fleet holds back, read by the traffic keeper; HTTP requests ask it last.
+    let heldBack: HeldBackDestinations
     var prober: Prober!
     var scheduler: Scheduler?
     var claimer: Claimer!
@@ -77,7 +79,14 @@ public final class Worker: @unchecked Sendable {
         self.outage = OutageTracker(logger: logger, now: clock.now)
         self.state = WorkerStateMachine(concurrency: configuration.concurrency,
                                         fence: LeaseFence(lease: configuration.lease, margin: configuration.leaseFenceMargin))
-        handlers["http"] = httpHandler
+        heldBack = HeldBackDestinations(now: clock.instant)
+        if var http = httpHandler as? HTTPJobHandler {
+            // The built-in handler withholds requests whose destination became held back after the claim.
+            http.heldBack = heldBack
+            handlers["http"] = http
+        } else {
+            handlers["http"] = httpHandler
+        }
         handlers["noop"] = NoopJobHandler()
         composeServices()
     }
@@ -363,7 +372,7 @@ public final class Worker: @unchecked Sendable {
         // batches, sometimes many in a row: on its own thread and connection, so a long
         // release never delays the breaker report or the scheduler.
         gate = StopGate()
-        let keeper = TrafficKeeper(session: session(gate), state: traffic, logger: logger)
+        let keeper = TrafficKeeper(session: session(gate), state: traffic, heldBack: heldBack, logger: logger)
         _ = thread(for: keeper, gate: gate)
 
         gate = StopGate()

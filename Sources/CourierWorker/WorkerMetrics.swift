@@ -51,6 +51,7 @@ public final class WorkerMetrics: @unchecked Sendable {
     private var rescuedDeadLettered = 0
     private var refusedByConfiguration = 0
     private var fenceAborts = 0
+    private var withheld = 0
     private var droppedAcknowledgements = 0
     private var retryDelays = Histogram(bounds: WorkerMetrics.retryDelayBounds)
     private var scheduleLags = Histogram(bounds: WorkerMetrics.scheduleLagBounds)
@@ -94,6 +95,8 @@ public final class WorkerMetrics: @unchecked Sendable {
         public var refusedByConfiguration = 0
         /// Jobs aborted (or handed back unstarted) because this worker could not prove their leases.
         public var fenceAborts = 0
+        /// Jobs handed back unsent because their destination was held back after the claim.
+        public var withheld = 0
         /// Results the database refused even one at a time, dropped (their jobs are rescued when the lease expires).
         public var droppedAcknowledgements: Int
         public var retryDelays: Histogram
@@ -125,7 +128,7 @@ public final class WorkerMetrics: @unchecked Sendable {
                 claimedJobs: Int(claimBatches.sum), claimBatchSizes: claimBatches, ackFlushes: ackFlushes.count,
                 ackedJobs: ackedJobs, ackLatencySeconds: ackFlushes.sum, ackLatency: ackFlushes,
                 rescuedRequeued: rescuedRequeued, rescuedDeadLettered: rescuedDeadLettered,
-                refusedByConfiguration: refusedByConfiguration, fenceAborts: fenceAborts,
+                refusedByConfiguration: refusedByConfiguration, fenceAborts: fenceAborts, withheld: withheld,
                 droppedAcknowledgements: droppedAcknowledgements, retryDelays: retryDelays,
                 scheduleLags: scheduleLags, scheduleMissed: scheduleMissed, attemptsByQueue: attemptsByQueue,
                 outcomesByQueue: outcomesByQueue, requestDurations: requestDurations)
@@ -169,6 +172,10 @@ public final class WorkerMetrics: @unchecked Sendable {
 
     func recordFenceAborts(_ count: Int) {
         lock.withLock { fenceAborts += count }
+    }
+
+    func recordWithheld() {
+        lock.withLock { withheld += 1 }
     }
 
     func recordLocalRefusal() {

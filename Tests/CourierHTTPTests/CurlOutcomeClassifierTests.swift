@@ -24,6 +24,7 @@ struct CurlOutcomeClassifierTests {
         case .notSent: return "notSent"
         case .blocked: return "blocked"
         case .refusedByConfiguration: return "refusedByConfiguration"
+        case .withheld: return "withheld"
         case .timedOut(let connected, _): return connected ? "timedOut(connected)" : "timedOut(not connected)"
         case .connectionLost: return "connectionLost"
         case .response: return "response"

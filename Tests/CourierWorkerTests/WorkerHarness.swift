@@ -43,8 +43,10 @@ final class WorkerHarness: @unchecked Sendable {
         "COURIER_SECRET_PARTNER_TOKEN": "s3cr3t", "COURIER_SECRET_PARTNER_TOKEN_DESTINATIONS": server.baseURL,
     ]
 
-    /// Starts a worker with fast test timings; `configure` may change anything.
-    func start(allowPrivateNetworks: Bool = true, _ configure: (inout WorkerConfiguration) -> Void = { _ in },
+    /// Starts a worker with fast test timings; `configure` may change anything. Its transport
+    /// opens at most `maxHostConnections` connections to one host (libcurl queues the rest).
+    func start(allowPrivateNetworks: Bool = true, maxHostConnections: Int = 128,
+               _ configure: (inout WorkerConfiguration) -> Void = { _ in },
                register: (Worker) -> Void = { _ in }) throws {
         var configuration = WorkerConfiguration(database: PostgresConfiguration(connectionString: database.url))
         configuration.concurrency = 8
@@ -58,7 +60,7 @@ final class WorkerHarness: @unchecked Sendable {
         configure(&configuration)
         let transport = try CurlTransport(configuration: .init(
             allowPrivateNetworks: configuration.allowPrivateNetworks,
-            addressGuard: { AddressPolicy.refusalCategory(ip: $0) }))
+            addressGuard: { AddressPolicy.refusalCategory(ip: $0) }, maxHostConnections: maxHostConnections))
         self.transport = transport
         let worker = Worker(
             configuration: configuration,

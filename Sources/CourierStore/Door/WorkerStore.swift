@@ -53,6 +53,8 @@ public protocol WorkerStore {
     func breakerReport(destination: String, successes: Int, failures: Int, trailingFailures: Int, worker: String,
                        policy: BreakersTable.ReportPolicy) throws -> String
     func breakersDueForProbe(queues: [String]) throws -> [String]
+    /// Destinations whose jobs are held back now (breaker, Retry-After, pause), at most `limit`.
+    func destinationsHeldBack(limit: Int) throws -> [String]
     func breakerTryProbe(destination: String, worker: UUID, probeLeaseMilliseconds: Int64) throws -> Int64?
     func breakerProbeResult(destination: String, generation: Int64, succeeded: Bool, worker: String,
                             policy: BreakersTable.ReportPolicy, jitter: Double) throws -> String?
@@ -175,6 +177,7 @@ public struct PostgresWorkerStore: WorkerStore {
         try BreakersTable.report(destination: destination, successes: successes, failures: failures,
                                  trailingFailures: trailingFailures, worker: worker, policy: policy, on: connection)
     }
+    public func destinationsHeldBack(limit: Int) throws -> [String] { try BreakersTable.heldBack(limit: limit, on: connection) }
     public func breakersDueForProbe(queues: [String]) throws -> [String] {
         try BreakersTable.dueForProbe(queues: queues, on: connection)
     }

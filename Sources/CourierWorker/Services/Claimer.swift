@@ -150,12 +150,9 @@ final class Claimer: WorkerService, @unchecked Sendable {
 
     func finish() { session.close() }
 
-    /// Claims plain jobs of `queue`, from where the last claim stopped or from the start as
-    /// ``ClaimBounds`` decides, and hands them over; returns how many, and whether to claim
-    /// again from the start at once. Nil when the claim failed.
-    /// The plain claim from the bound ``ClaimBounds`` keeps (or from the start); hands the
-    /// jobs over. `restart`: it came back short from a bound, so a claim from the start
-    /// should follow before idling. Nil when the claim failed.
+    /// The plain claim of `queue`, from the bound ``ClaimBounds`` keeps (or from the start);
+    /// hands the jobs over. `restart`: it came back short from a bound, so a claim from the
+    /// start should follow before idling. Nil when the claim failed.
     func claimPlain(queue: String, limit: Int, now: ContinuousClock.Instant) -> (jobs: [ClaimedJob], restart: Bool)? {
         let from = bounds.start(queue: queue, now: now)
         let startedAt = ContinuousClock.now

@@ -6,7 +6,8 @@ import Foundation
 /// results: runs `courier.traffic_maintain` (holding and releasing for breakers, gating and
 /// ungating for traffic policies, in bounded batches, one worker of the fleet at a time)
 /// and reads the gated destinations' policies and counters into ``TrafficState`` for the
-/// claimer and `/metrics`. Logs when a policy changes and when a destination is found at
+/// claimer and `/metrics`, and the destinations held back into ``HeldBackDestinations`` for the
+/// requests about to be sent. Logs when a policy changes and when a destination is found at
 /// its limit (at most once a minute per destination).
 final class TrafficKeeper: WorkerService, @unchecked Sendable {
     struct Configuration: Sendable {
@@ -22,12 +23,15 @@ final class TrafficKeeper: WorkerService, @unchecked Sendable {
     let configuration: Configuration
     private let session: StoreSession
     private let state: TrafficState
+    private let heldBack: HeldBackDestinations?
     private let logger: Logger
     private var seen: [String: DestinationsTable.Traffic] = [:]
     private var limitLog: LogThrottle
     private var firstRead = true
 
-    init(configuration: Configuration = Configuration(), session: StoreSession, state: TrafficState, logger: Logger) {
+    init(configuration: Configuration = Configuration(), session: StoreSession, state: TrafficState,
+         heldBack: HeldBackDestinations? = nil, logger: Logger) {
+        self.heldBack = heldBack
         self.configuration = configuration
         self.session = session
         self.state = state
@@ -40,6 +44,10 @@ final class TrafficKeeper: WorkerService, @unchecked Sendable {
         if case .success(let rows) = session.run({ try $0.destinationsTraffic() }) {
             state.update(rows)
             report(rows, now: now)
+        }
+        // `now` was taken before this read was sent: the read is at least that fresh.
+        if let heldBack, case .success(let held) = session.run({ try $0.destinationsHeldBack(limit: HeldBackDestinations.readLimit) }) {
+            heldBack.update(held, sentAt: now)
         }
         if case .success(let count) = moved, count >= configuration.batch { return .zero }
         return configuration.interval
