@@ -38,6 +38,7 @@ extension Migration {
         Migration(version: 24, name: "0024_fair_claiming.sql", bytes: PackageResources._024_fair_claiming_sql),
         Migration(version: 28, name: "0028_breaker_transition_totals.sql", bytes: PackageResources._028_breaker_transition_totals_sql),
         Migration(version: 29, name: "0029_cheaper_header_check.sql", bytes: PackageResources._029_cheaper_header_check_sql),
+        Migration(version: 30, name: "0030_spread_claim_jumps_excluded.sql", bytes: PackageResources._030_spread_claim_jumps_excluded_sql),
     ]
 
     init(version: Int, name: String, bytes: [UInt8]) {

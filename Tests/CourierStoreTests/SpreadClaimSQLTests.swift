@@ -43,6 +43,64 @@ import Testing
         }
     }
 
+    /// Shared buffers (hit + read) `sql` touched under EXPLAIN (ANALYZE, BUFFERS), in a
+    /// transaction rolled back afterwards (the function's own statements count too).
+    func buffers(_ sql: String, _ binds: [any PostgresEncodable], on db: PostgresConnection) throws -> Int {
+        try db.simpleQuery("begin")
+        defer { try? db.simpleQuery("rollback") }
+        let text = try db.query(PostgresQuery(unsafeSQL: "explain (analyze, buffers, format json) " + sql, binds: binds))
+            .rows[0].decode(0, as: String.self)
+        let plans = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [[String: Any]])
+        let plan = try #require(plans.first?["Plan"] as? [String: Any])
+        return (plan["Shared Hit Blocks"] as? Int ?? 0) + (plan["Shared Read Blocks"] as? Int ?? 0)
+    }
+
+    /// Migration 0030. The destination a spread claim excludes is the busiest, whose claimed
+    /// jobs leave dead index entries behind until vacuum (and a snapshot held elsewhere keeps
+    /// them): looking past it must not walk them, wherever it sorts among the others.
+    @Test func anExcludedDestinationsDeadEntriesAreNeverWalked() throws {
+        try CourierTestDatabase.with { (database, db) throws in
+            try enqueue(db, 45_000, url: "http://busy.test/x")
+            try enqueue(db, 1, url: "http://z.test/x")
+            try enqueue(db, 1, url: "http://a.test/x")
+            try db.simpleQuery("vacuum analyze courier.jobs")
+            let holder = try PostgresConnection.connect(PostgresConfiguration(connectionString: database.url))
+            defer { holder.close() }
+            try holder.simpleQuery("begin isolation level repeatable read")
+            _ = try holder.query("select count(*) from courier.workers")
+            // The busy destination's jobs claimed and done, 100 a round: their entries are dead, and stay.
+            let worker = UUID()
+            func claimAndComplete(rounds: Int) throws {
+                for _ in 0..<rounds {
+                    let jobs = try JobsTable.claim(queue: "default", limit: 100, worker: worker, leaseMilliseconds: lease, on: db)
+                        .filter { $0.destination == "http://busy.test:80" }
+                    try JobsTable.complete(jobs.map { .init(id: $0.id, attempt: $0.attempt, status: 200, durationMilliseconds: 1) },
+                                           worker: worker, archive: false, on: db)
+                }
+            }
+            try claimAndComplete(rounds: 200)
+            try db.simpleQuery("vacuum courier.jobs")
+            let walkToBusy = try buffers("""
+                select min(destination) from courier.jobs where state = 'available' and destination > 'http://b'
+                """, [], on: db)
+            // Measured the second time: the first call in a session also plans the function's statements.
+            let spreadSQL = "select * from courier.claim_spread($1, 10, 1, $2, 30000, null, $3, 100)"
+            func spreadBuffers() throws -> Int {
+                _ = try buffers(spreadSQL, ["default", UUID(), ["http://busy.test:80"]], on: db)
+                return try buffers(spreadSQL, ["default", UUID(), ["http://busy.test:80"]], on: db)
+            }
+            let spreadAt20k = try spreadBuffers()
+            #expect(walkToBusy > 400, "reaching the busy destination's first live entry walks its dead ones (\(walkToBusy) buffers)")
+            #expect(spreadAt20k * 4 < walkToBusy, "the spread claim excluding it touched \(spreadAt20k) buffers")
+            // Twice the dead entries: the walk grows with them, the spread claim does not.
+            try claimAndComplete(rounds: 200)
+            let spreadAt40k = try spreadBuffers()
+            #expect(spreadAt40k <= spreadAt20k + 10, "\(spreadAt20k) buffers at 20k dead entries, \(spreadAt40k) at 40k")
+            #expect(try spread(db, limit: 10, excluding: ["http://busy.test:80"]) == ["http://a.test:80", "http://z.test:80"])
+            try holder.simpleQuery("rollback")
+        }
+    }
+
     @Test func theCursorStartsAfterTheLastDestinationAndWrapsOnce() throws {
         try CourierTestDatabase.with { (_, db) throws in
             for name in ["a", "b", "c", "d"] { try enqueue(db, 5, url: "http://\(name).test/x") }
