@@ -579,6 +579,27 @@ if soak:
             f"`{k}` {soak[0]['index_kb'].get(k, 0):,} → {v:,}" for k, v in sorted(soak[-1]["index_kb"].items())) + ".")
     w("")
 
+# ------------------------------------------------------------------ fair claiming (issue 13, item 4)
+fair = [r for r in courier if r["bench"] == "fair"]
+if fair:
+    base_fair = [r for r in rows("courier-baseline.jsonl") if r["bench"] == "fair"]
+    w("## Fair claiming: a trickle behind another destination's backlog (issue 13)")
+    w("")
+    w(f"{fair[0]['backlog']:,} GETs of one loopback receiver inserted first (one statement), drained by one jobworker "
+      f"--concurrency {fair[0]['concurrency']}; meanwhile {fair[0]['n']} single enqueues of a second receiver, "
+      f"{fair[0]['interval_ms']} ms apart, neither destination with a policy (`courier-bench fair`). Pickup = the "
+      "trickle job's COMMIT returning → its request read by its receiver (both CLOCK_MONOTONIC); backlog served = "
+      "backlog requests the first receiver had read when the trickle's last one arrived. With a baseline, the same "
+      "with its worker on its own database.")
+    w("")
+    w("| worker | trickle pickup p50 ms | p99 ms | max ms | backlog jobs served meanwhile |")
+    w("|---|---|---|---|---|")
+    for label, rs in (("this commit", fair), ("baseline", base_fair)):
+        if rs:
+            w(f"| {label} | {cell([r['pickup_p50_ms'] for r in rs], '{:,.1f}')} | {cell([r['pickup_p99_ms'] for r in rs], '{:,.1f}')} "
+              f"| {cell([r['pickup_max_ms'] for r in rs], '{:,.1f}')} | {cell([r['backlog_served'] for r in rs])} |")
+    w("")
+
 # ------------------------------------------------------------------ baseline (BASELINE=rev bench/run.sh)
 baseline = rows("courier-baseline.jsonl")
 if baseline:

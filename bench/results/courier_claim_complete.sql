@@ -19,6 +19,12 @@ candidates as (
         for update skip locked
     ) t
     where prio.p is not null
+    -- Not needed for the result (picked has the same limit), but it keeps the planner
+    -- estimate small: this CTE is materialized (it locks rows), and without a
+    -- limit it is costed as a full range for each of the 100 priorities the planner
+    -- assumes, above jit_above_cost on a 200k-job queue (a 60 ms compilation per
+    -- claim in a session with JIT on, such as one through a pooler).
+    limit :batch
 ),
 picked as (
     select candidates.id, candidates.destination from candidates
