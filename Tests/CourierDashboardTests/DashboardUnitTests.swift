@@ -1,6 +1,7 @@
 @testable import CourierDashboard
 import CourierHTTPServer
 import CourierStore
+import CourierTestSupport
 import Foundation
 import Testing
 
@@ -71,14 +72,6 @@ import Testing
         #expect(auth.identify(HTTPServer.Request(method: "GET", path: "/"))  == nil)
         #expect(DashboardAuth(token: nil).identify(HTTPServer.Request(method: "GET", path: "/"))?.kind == .local)
     }
-}
-
-/// A clock a test moves by hand.
-final class ManualClock: @unchecked Sendable {
-    private let lock = NSLock()
-    private var current = ContinuousClock.now
-    var now: ContinuousClock.Instant { lock.withLock { current } }
-    func advance(_ by: Duration) { lock.withLock { current += by } }
 }
 
 @Suite struct DashboardSessionTests {

@@ -44,16 +44,9 @@ import Testing
             """, binds: [queue, destination, dueInSeconds, priorities, count]))
     }
 
-    /// Shared buffers (hit + read) the statement touched, run under EXPLAIN (ANALYZE, BUFFERS)
-    /// in a transaction that is rolled back, so nothing is claimed.
+    /// Shared buffers the statement touched, rolled back so nothing is claimed (see `explainBuffers`).
     func buffers(_ sql: String, _ binds: [any PostgresEncodable], on db: PostgresConnection) throws -> Int {
-        try db.simpleQuery("begin")
-        defer { try? db.simpleQuery("rollback") }
-        let text = try db.query(PostgresQuery(unsafeSQL: "explain (analyze, buffers, format json) " + sql, binds: binds))
-            .rows[0].decode(0, as: String.self)
-        let plans = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [[String: Any]])
-        let plan = try #require(plans.first?["Plan"] as? [String: Any])
-        return (plan["Shared Hit Blocks"] as? Int ?? 0) + (plan["Shared Read Blocks"] as? Int ?? 0)
+        try explainBuffers(sql, binds, on: db)
     }
 
     /// Buffers of one claim of up to `limit` jobs (rolled back). Every job it takes costs its

@@ -43,18 +43,6 @@ import Testing
         }
     }
 
-    /// Shared buffers (hit + read) `sql` touched under EXPLAIN (ANALYZE, BUFFERS), in a
-    /// transaction rolled back afterwards (the function's own statements count too).
-    func buffers(_ sql: String, _ binds: [any PostgresEncodable], on db: PostgresConnection) throws -> Int {
-        try db.simpleQuery("begin")
-        defer { try? db.simpleQuery("rollback") }
-        let text = try db.query(PostgresQuery(unsafeSQL: "explain (analyze, buffers, format json) " + sql, binds: binds))
-            .rows[0].decode(0, as: String.self)
-        let plans = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [[String: Any]])
-        let plan = try #require(plans.first?["Plan"] as? [String: Any])
-        return (plan["Shared Hit Blocks"] as? Int ?? 0) + (plan["Shared Read Blocks"] as? Int ?? 0)
-    }
-
     /// Migration 0030. The destination a spread claim excludes is the busiest, whose claimed
     /// jobs leave dead index entries behind until vacuum (and a snapshot held elsewhere keeps
     /// them): looking past it must not walk them, wherever it sorts among the others.
@@ -80,14 +68,14 @@ import Testing
             }
             try claimAndComplete(rounds: 200)
             try db.simpleQuery("vacuum courier.jobs")
-            let walkToBusy = try buffers("""
+            let walkToBusy = try explainBuffers("""
                 select min(destination) from courier.jobs where state = 'available' and destination > 'http://b'
                 """, [], on: db)
             // Measured the second time: the first call in a session also plans the function's statements.
             let spreadSQL = "select * from courier.claim_spread($1, 10, 1, $2, 30000, null, $3, 100)"
             func spreadBuffers() throws -> Int {
-                _ = try buffers(spreadSQL, ["default", UUID(), ["http://busy.test:80"]], on: db)
-                return try buffers(spreadSQL, ["default", UUID(), ["http://busy.test:80"]], on: db)
+                _ = try explainBuffers(spreadSQL, ["default", UUID(), ["http://busy.test:80"]], on: db)
+                return try explainBuffers(spreadSQL, ["default", UUID(), ["http://busy.test:80"]], on: db)
             }
             let spreadAt20k = try spreadBuffers()
             #expect(walkToBusy > 400, "reaching the busy destination's first live entry walks its dead ones (\(walkToBusy) buffers)")

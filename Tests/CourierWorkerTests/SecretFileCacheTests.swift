@@ -1,3 +1,4 @@
+import CourierTestSupport
 import CourierWorker
 import Foundation
 import Testing
@@ -5,14 +6,6 @@ import Testing
 /// Secret files are read once and again only when they change, so an attempt does not
 /// read files on the cooperative pool; a rotated secret is sent once its last look expires.
 @Suite struct SecretFileCacheTests {
-    /// A clock the test moves by hand.
-    final class ManualClock: @unchecked Sendable {
-        private let lock = NSLock()
-        private var instant = ContinuousClock.now
-        var now: ContinuousClock.Instant { lock.withLock { instant } }
-        func advance(_ duration: Duration) { lock.withLock { instant += duration } }
-    }
-
     func withDirectory(_ body: (String) throws -> Void) throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("courier-secret-cache-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)

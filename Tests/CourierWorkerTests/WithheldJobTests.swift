@@ -9,14 +9,6 @@ import Testing
 /// Issue 12, item 10: a job claimed before its destination was held back, and still waiting
 /// for a connection to the host, is not sent: it goes back to the queue without using an attempt.
 @Suite struct HeldBackDestinationsTests {
-    /// A clock the test moves by hand.
-    final class ManualClock: @unchecked Sendable {
-        private let lock = NSLock()
-        private var instant = ContinuousClock.now
-        var now: ContinuousClock.Instant { lock.withLock { instant } }
-        func advance(_ by: Duration) { lock.withLock { instant += by } }
-    }
-
     @Test func onlyAReadSentAfterTheJobBeganWithholdsIt() {
         let clock = ManualClock()
         let held = HeldBackDestinations(now: { clock.now })
