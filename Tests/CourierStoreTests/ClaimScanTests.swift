@@ -204,10 +204,7 @@ import Testing
         try CourierTestDatabase.with { (database, db) throws in
             try insert(25_000, dueInSeconds: -60, on: db)
             try db.simpleQuery("vacuum analyze courier.jobs")
-            let holder = try PostgresConnection.connect(PostgresConfiguration(connectionString: database.url))
-            defer { holder.close() }
-            try holder.simpleQuery("begin isolation level repeatable read")
-            _ = try holder.query("select count(*) from courier.workers")
+            let holder = try SnapshotHolder(url: database.url)
 
             let worker = UUID()
             var position: ClaimPosition?
@@ -224,7 +221,7 @@ import Testing
             let bounded = try claimBuffers(limit: 1, after: position, on: db)
             #expect(full > 400, "the full claim should walk the 20k dead entries (\(full) buffers)")
             #expect(bounded < 60, "the claim from the position touched \(bounded) buffers")
-            try holder.simpleQuery("rollback")
+            try holder.release()
         }
     }
 }

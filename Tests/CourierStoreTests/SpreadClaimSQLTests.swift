@@ -52,10 +52,7 @@ import Testing
             try enqueue(db, 1, url: "http://z.test/x")
             try enqueue(db, 1, url: "http://a.test/x")
             try db.simpleQuery("vacuum analyze courier.jobs")
-            let holder = try PostgresConnection.connect(PostgresConfiguration(connectionString: database.url))
-            defer { holder.close() }
-            try holder.simpleQuery("begin isolation level repeatable read")
-            _ = try holder.query("select count(*) from courier.workers")
+            let holder = try SnapshotHolder(url: database.url)
             // The busy destination's jobs claimed and done, 100 a round: their entries are dead, and stay.
             let worker = UUID()
             func claimAndComplete(rounds: Int) throws {
@@ -85,7 +82,7 @@ import Testing
             let spreadAt40k = try spreadBuffers()
             #expect(spreadAt40k <= spreadAt20k + 10, "\(spreadAt20k) buffers at 20k dead entries, \(spreadAt40k) at 40k")
             #expect(try spread(db, limit: 10, excluding: ["http://busy.test:80"]) == ["http://a.test:80", "http://z.test:80"])
-            try holder.simpleQuery("rollback")
+            try holder.release()
         }
     }
 
