@@ -1,3 +1,4 @@
+import CourierStore
 import Foundation
 import Postgres
 
@@ -13,10 +14,11 @@ import Postgres
 /// breaker on the jobs' destination instead, which its claim skips, and GO deletes that
 /// row. A breaker is not used where pauses exist: from migration 0022 on, the traffic
 /// keeper holds an open destination's waiting jobs and must release them all after GO,
-/// and the drain would measure that release (in passes of 2,000) rather than claiming. t1 is the end of the first poll (every 5 ms) that finds no job
-/// of the queue left in courier.jobs: a job leaves that table only in the
-/// transaction that records its success, so t1 is after the last acknowledgement
-/// committed (the peers' DONE is printed after their completion writes flushed).
+/// and the drain would measure that release (in passes of 2,000) rather than claiming.
+/// t1 is the end of the first poll (every 5 ms) that finds no job of the queue left in
+/// courier.jobs: a job leaves that table only in the transaction that records its
+/// success, so t1 is after the last acknowledgement committed (the peers' DONE is
+/// printed after their completion writes flushed).
 struct DrainBench {
     enum Kind: String { case noop, http }
 
@@ -62,7 +64,7 @@ struct DrainBench {
         func close(queue: String, destination: String, on connection: PostgresConnection) throws {
             switch self {
             case .queuePause:
-                _ = try connection.query(PostgresQuery(unsafeSQL: "select courier.queue_pause($1::text, true)", binds: [queue]))
+                _ = try QueueSettingsTable.setPaused(queue: queue, true, on: connection)
             case .forcedOpenBreaker:
                 try connection.execute(PostgresQuery(unsafeSQL: """
                     insert into courier.breakers (destination, state, forced, open_until) values ($1::text, 'open', true, now() + interval '1 day')
@@ -73,7 +75,7 @@ struct DrainBench {
         func open(queue: String, destination: String, on connection: PostgresConnection) throws {
             switch self {
             case .queuePause:
-                _ = try connection.query(PostgresQuery(unsafeSQL: "select courier.queue_pause($1::text, false)", binds: [queue]))
+                _ = try QueueSettingsTable.setPaused(queue: queue, false, on: connection)
             case .forcedOpenBreaker:
                 try connection.execute(PostgresQuery(unsafeSQL: "delete from courier.breakers where destination = $1::text", binds: [destination]))
             }
