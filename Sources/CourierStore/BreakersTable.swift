@@ -3,15 +3,12 @@ import Postgres
 
 /// Statements about `courier.breakers`: one row per destination that has needed one.
 public enum BreakersTable {
-    /// When the breaker row `b` holds its destination's jobs back: not closed, or a
-    /// Retry-After pause in force. The claim and ``heldBack(limit:on:)`` share it.
-    static let holdsBack = "b.state <> 'closed' or b.not_before > now()"
-
-    /// The destinations whose jobs are held back right now, by their breaker (see
-    /// ``holdsBack``) or a pause (`jobctl destination pause`); at most `limit`, in name order.
+    /// The destinations whose jobs are held back right now, by their breaker (not closed,
+    /// or a Retry-After pause in force: `courier.holds_back`, the claim's rule) or
+    /// a pause (`jobctl destination pause`); at most `limit`, in name order.
     public static func heldBack(limit: Int, on connection: PostgresConnection) throws -> [String] {
         try connection.query(PostgresQuery(unsafeSQL: """
-            select b.destination from courier.breakers b where \(holdsBack)
+            select b.destination from courier.breakers b where courier.holds_back(b)
             union
             select d.destination from courier.destinations d where d.paused
             order by 1

@@ -39,6 +39,7 @@ extension Migration {
         Migration(version: 28, name: "0028_breaker_transition_totals.sql", bytes: PackageResources._028_breaker_transition_totals_sql),
         Migration(version: 29, name: "0029_cheaper_header_check.sql", bytes: PackageResources._029_cheaper_header_check_sql),
         Migration(version: 30, name: "0030_spread_claim_jumps_excluded.sql", bytes: PackageResources._030_spread_claim_jumps_excluded_sql),
+        Migration(version: 31, name: "0031_claim_function.sql", bytes: PackageResources._031_claim_function_sql),
     ]
 
     init(version: Int, name: String, bytes: [UInt8]) {
