@@ -160,9 +160,7 @@ public enum OutcomeClassifier {
     /// Whether `body` is JSON. A complete body must parse; a truncated one must
     /// at least begin (after blanks and a UTF-8 BOM) with a byte that can start JSON.
     static func looksLikeJSON(_ body: [UInt8], complete: Bool) -> Bool {
-        if complete {
-            return (try? JSONSerialization.jsonObject(with: Data(body), options: [.fragmentsAllowed])) != nil
-        }
+        if complete { return JSONSyntax.isValid(body) }
         var slice = body[...]
         if slice.starts(with: [0xEF, 0xBB, 0xBF]) { slice = slice.dropFirst(3) }
         guard let first = slice.first(where: { !$0.isASCIIWhitespace }) else { return false }

@@ -15,7 +15,10 @@ public struct ClaimedJob: Sendable, Equatable {
     public var method: String
     public var url: String?
     /// The stored headers object (values may be `{"secret": NAME}` references).
-    public var headersJSON: String
+    public let headersJSON: String
+    /// ``headersJSON`` read, in name order. Parsed where the job is claimed (on the claimer's
+    /// own thread, with the row), not on every use.
+    public let headers: [StoredHeader]
     public var body: String?
     public var timeoutMilliseconds: Int
     public var expectContentType: String?
@@ -57,6 +60,7 @@ public struct ClaimedJob: Sendable, Equatable {
         self.method = method
         self.url = url
         self.headersJSON = headersJSON
+        self.headers = StoredHeader.headers(fromJSON: headersJSON)
         self.body = body
         self.timeoutMilliseconds = timeoutMilliseconds
         self.expectContentType = expectContentType
@@ -94,5 +98,32 @@ public struct ClaimedJob: Sendable, Equatable {
             cancelRequested: try row.decode(16, as: Bool.self), createdAt: try row.decode(17, as: Date?.self),
             signingSecret: try row.decode(18, as: String?.self), destinationSigningSecret: try row.decode(19, as: String?.self)
         )
+    }
+}
+
+/// One header stored with a job: a value, or the name of a secret the worker resolves.
+public struct StoredHeader: Sendable, Equatable {
+    public var name: String
+    public var value: EnqueueRequest.HeaderValue
+
+    public init(name: String, value: EnqueueRequest.HeaderValue) {
+        self.name = name
+        self.value = value
+    }
+
+    /// The headers of a stored headers object (`courier.jobs.headers`, written by
+    /// `EnqueueRequest.headersJSON` or `courier.enqueue`), in name order. An entry of any
+    /// other shape is skipped: the table's check refuses such objects.
+    static func headers(fromJSON json: String) -> [StoredHeader] {
+        // Most jobs store no headers: no parser for them.
+        guard json != "{}",
+              let object = (try? JSONSerialization.jsonObject(with: Data(json.utf8))) as? [String: Any] else { return [] }
+        return object.keys.sorted().compactMap { name in
+            if let value = object[name] as? String { return StoredHeader(name: name, value: .literal(value)) }
+            if let reference = object[name] as? [String: Any], let secret = reference["secret"] as? String {
+                return StoredHeader(name: name, value: .secret(name: secret))
+            }
+            return nil
+        }
     }
 }

@@ -80,20 +80,18 @@ public struct HTTPJobHandler: JobHandler {
         guard let url = job.url else { return .failure(Refusal(message: "the job has no url")) }
         var headers: [HTTPHeader] = []
         var secretValues: [String] = []
-        // Most jobs store no headers: skip the JSON parser for them (it runs on every attempt).
-        let stored = job.headersJSON == "{}" ? [:]
-            : (try? JSONSerialization.jsonObject(with: Data(job.headersJSON.utf8))) as? [String: Any] ?? [:]
-        for name in stored.keys.sorted() {
-            if let value = stored[name] as? String {
-                headers.append(HTTPHeader(name: name, value: value))
-                if Redaction.isSensitiveHeader(name) { secretValues.append(value) }
-            } else if let reference = stored[name] as? [String: Any], let secretName = reference["secret"] as? String {
+        for header in job.headers {
+            switch header.value {
+            case .literal(let value):
+                headers.append(HTTPHeader(name: header.name, value: value))
+                if Redaction.isSensitiveHeader(header.name) { secretValues.append(value) }
+            case .secret(let secretName):
                 switch secrets.resolve(secretName, for: url) {
                 case .success(let value):
-                    headers.append(HTTPHeader(name: name, value: value))
+                    headers.append(HTTPHeader(name: header.name, value: value))
                     secretValues.append(value)
                 case .failure(let refusal):
-                    return .failure(Self.refusal(refusal, context: "header \(name)"))
+                    return .failure(Self.refusal(refusal, context: "header \(header.name)"))
                 }
             }
         }
@@ -106,8 +104,8 @@ public struct HTTPJobHandler: JobHandler {
             headers.append(HTTPHeader(name: "Idempotency-Key", value: key))
         }
         if let body = job.body, !has("Content-Type") {
-            let looksLikeJSON = (try? JSONSerialization.jsonObject(with: Data(body.utf8), options: [.fragmentsAllowed])) != nil
-            headers.append(HTTPHeader(name: "Content-Type", value: looksLikeJSON ? "application/json" : "text/plain; charset=utf-8"))
+            headers.append(HTTPHeader(name: "Content-Type",
+                                      value: JSONSyntax.isValid(body) ? "application/json" : "text/plain; charset=utf-8"))
         }
         let body = job.body.map { Array($0.utf8) }
         // Signed over the exact bytes sent; the signature headers replace any stored ones of the same names.
