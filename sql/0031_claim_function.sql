@@ -17,9 +17,12 @@
 --   * one priority's due jobs from a position, in the index's order, locked as read;
 --   * the update of those ids through `id = any(array(...))`: primary key probes, no join.
 -- The function forces generic plans (each statement is planned once per session, then
--- cached) and turns sequential scans off: every statement here is an index walk by design,
--- and a plan cached while courier.jobs was small must not stay a sequential scan once it is
--- big. JIT is off too (a pooled session may have it on; a compiled claim took seconds).
+-- cached) and turns sequential scans, bitmap scans and sorts off: every statement here is
+-- an index walk in the index's order by design. Statistics that say courier.jobs is empty
+-- (an ANALYZE between bursts) made the planner sort a bitmap scan of every waiting job
+-- (206k buffers for a claim of 10), and a plan cached while the table was small must not
+-- stay a sequential scan once it is big. JIT is off too (a pooled session may have it on;
+-- a compiled claim took seconds).
 --
 -- Behaviour is 0022's: jobs of p_queue in (priority, run_at, id) order, due ones only,
 -- skipping rows other workers hold (FOR UPDATE SKIP LOCKED) and destinations held back
@@ -44,6 +47,8 @@ language plpgsql volatile rows 100
 set search_path = pg_catalog, pg_temp
 set plan_cache_mode = force_generic_plan
 set enable_seqscan = off
+set enable_bitmapscan = off
+set enable_sort = off
 set jit = off
 as $$
 declare
