@@ -63,16 +63,10 @@ extension JobsTable {
         """
 
     /// The fenced delete both success acknowledgements share, so their fence cannot drift apart.
-    ///
-    /// `j.id = any($1)` repeats the join's ids as a condition on the primary key: without it
-    /// the plan follows the statistics, and an ANALYZE taken while the table was mostly dead
-    /// versions (mid-burst) estimated one job and walked the whole primary key per statement
-    /// (300-460 ms per acknowledgement in the soak). Every statement below that names jobs
-    /// by id does the same.
     static let successDeleteSQL = """
         delete from courier.jobs j
             using unnest($1::bigint[], $2::int[], $3::int[], $4::int[]) as a(id, attempt, status, duration_ms)
-            where j.id = any($1::bigint[]) and j.id = a.id and j.attempt = a.attempt and j.leased_by = $5
+            where j.id = a.id and j.attempt = a.attempt and j.leased_by = $5
         """
 
     /// The success acknowledgement without the archive: the same fence and binds as
@@ -110,13 +104,12 @@ extension JobsTable {
     public static func retry(_ retries: [Retry], worker: UUID, on connection: PostgresConnection) throws -> [Int64] {
         guard !retries.isEmpty else { return [] }
         let retries = retries.sorted { $0.id < $1.id }
-        let ids = retries.map(\.id)
         // A job an operator cancelled while its attempt ran is not retried: it ends as a
         // `cancelled` dead letter in the same statement, whether or not the worker heard
         // of the cancellation in time.
         var query: PostgresQuery = """
             with a as (
-                select * from unnest(\(ids), \(retries.map(\.attempt)), \(retries.map(\.delayMilliseconds)),
+                select * from unnest(\(retries.map(\.id)), \(retries.map(\.attempt)), \(retries.map(\.delayMilliseconds)),
                                      \(retries.map(\.errorJSON)), \(retries.map(\.usesAttempt)))
                     as a(id, attempt, delay_ms, error, uses_attempt)
             ),
@@ -128,15 +121,13 @@ extension JobsTable {
                     -- A destination whose breaker opened meanwhile: wait out of the runnable index.
                     held_since = case when courier.breaker_holds(j.destination) then now() end
                 from a
-                where j.id = any(\(ids)) and j.id = a.id and j.attempt = a.attempt and j.leased_by = \(worker)
-                  and j.cancel_requested_at is null
+                where j.id = a.id and j.attempt = a.attempt and j.leased_by = \(worker) and j.cancel_requested_at is null
                 returning j.id
             ),
             cancelled as (
                 delete from courier.jobs j
                 using a
-                where j.id = any(\(ids)) and j.id = a.id and j.attempt = a.attempt and j.leased_by = \(worker)
-                  and j.cancel_requested_at is not null
+                where j.id = a.id and j.attempt = a.attempt and j.leased_by = \(worker) and j.cancel_requested_at is not null
                 returning j.*, a.error as dl_error, a.uses_attempt as dl_uses_attempt
             ),
             recorded as (
@@ -181,7 +172,6 @@ extension JobsTable {
     public static func deadLetter(_ letters: [DeadLetter], worker: UUID, on connection: PostgresConnection) throws -> [Int64] {
         guard !letters.isEmpty else { return [] }
         let letters = letters.sorted { $0.id < $1.id }
-        let ids = letters.map(\.id)
         // A deadline dead letter without an error entry is one whose attempt never ran: it
         // records no attempt, and only when the database's clock agrees the deadline has
         // passed; otherwise (the worker's clock runs ahead) the job goes back, unattempted,
@@ -189,7 +179,7 @@ extension JobsTable {
         var query: PostgresQuery = """
             with a as (
                 select *, (reason = 'deadline' and error = '') as never_ran
-                from unnest(\(ids), \(letters.map(\.attempt)), \(letters.map(\.reason.rawValue)),
+                from unnest(\(letters.map(\.id)), \(letters.map(\.attempt)), \(letters.map(\.reason.rawValue)),
                             \(letters.map { $0.errorJSON ?? "" }), \(letters.map { $0.lastClass?.rawValue ?? "" }),
                             \(letters.map { $0.lastStatus ?? -1 })) as a(id, attempt, reason, error, last_class, last_status)
             ),
@@ -198,14 +188,13 @@ extension JobsTable {
                 set state = 'available', attempt = j.attempt - 1, leased_by = null, lease_expires_at = null,
                     run_at = greatest(j.run_at, j.deadline)
                 from a
-                where j.id = any(\(ids)) and j.id = a.id and j.attempt = a.attempt and j.leased_by = \(worker)
-                  and a.never_ran and coalesce(j.deadline > now(), false)
+                where j.id = a.id and j.attempt = a.attempt and j.leased_by = \(worker) and a.never_ran and coalesce(j.deadline > now(), false)
                 returning j.id
             ),
             gone as (
                 delete from courier.jobs j
                 using a
-                where j.id = any(\(ids)) and j.id = a.id and j.attempt = a.attempt and j.leased_by = \(worker)
+                where j.id = a.id and j.attempt = a.attempt and j.leased_by = \(worker)
                   and not (a.never_ran and coalesce(j.deadline > now(), false))
                 returning j.*, a.reason as dl_reason, a.error as dl_error, a.last_class as dl_class, a.last_status as dl_status,
                           a.never_ran as dl_never_ran
@@ -239,7 +228,7 @@ extension JobsTable {
             set state = 'available', attempt = j.attempt - 1, leased_by = null, lease_expires_at = null,
                 run_at = greatest(j.run_at, now() + \(notBeforeMilliseconds) * interval '1 millisecond')
             from unnest(\(ids), \(attempts)) as a(id, attempt)
-            where j.id = any(\(ids)) and j.id = a.id and j.attempt = a.attempt and j.leased_by = \(worker)
+            where j.id = a.id and j.attempt = a.attempt and j.leased_by = \(worker)
             returning j.id
             """).rows.map { try $0.decode(0, as: Int64.self) }
     }

@@ -34,21 +34,20 @@ extension JobsTable {
                                    on connection: PostgresConnection) throws -> LeaseRenewal {
         guard !leases.isEmpty else { return LeaseRenewal(renewed: [], cancelled: []) }
         let ordered = leases.sorted { $0.id < $1.id }
-        let ids = ordered.map(\.id)
         let rows = try connection.query("""
             with mine as (
                 select j.id
                 from courier.jobs j
-                join unnest(\(ids), \(ordered.map(\.attempt))) as w(id, attempt)
+                join unnest(\(ordered.map(\.id)), \(ordered.map(\.attempt))) as w(id, attempt)
                   on j.id = w.id and j.attempt = w.attempt
-                -- The ids again, as a condition on the primary key (see `successDeleteSQL`).
-                where j.id = any(\(ids)) and j.leased_by = \(worker)
+                where j.leased_by = \(worker)
                 order by j.id
                 for update of j skip locked
             )
             update courier.jobs j
             set lease_expires_at = now() + \(leaseMilliseconds) * interval '1 millisecond'
-            where j.id = any(array(select mine.id from mine))
+            from mine
+            where j.id = mine.id
             returning j.id, j.attempt, j.cancel_requested_at is not null
             """).rows
         var renewal = LeaseRenewal(renewed: [], cancelled: [])
