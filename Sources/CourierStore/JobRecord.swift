@@ -116,15 +116,13 @@ public struct JobRecord: Sendable, Equatable, Encodable {
 
     /// The stored headers object made safe to show: sensitive values redacted.
     static func displayHeaders(_ json: String) -> [String: String] {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any] else { return [:] }
         var result: [String: String] = [:]
-        for (name, value) in object {
-            if let secret = (value as? [String: Any])?["secret"] as? String {
-                result[name] = "{\"secret\": \"\(secret)\"}"
-            } else if Redaction.isSensitiveHeader(name) {
-                result[name] = Redaction.placeholder
-            } else {
-                result[name] = value as? String ?? ""
+        for header in StoredHeader.headers(fromJSON: json) {
+            switch header.value {
+            case .secret(let secret):
+                result[header.name] = "{\"secret\": \"\(secret)\"}"
+            case .literal(let value):
+                result[header.name] = Redaction.isSensitiveHeader(header.name) ? Redaction.placeholder : value
             }
         }
         return result
