@@ -7,8 +7,13 @@ public final class SnapshotHolder {
     private let connection: PostgresConnection
 
     /// Opens the session on `url` and takes its snapshot (with one read).
-    public init(url: String) throws {
-        connection = try PostgresConnection.connect(PostgresConfiguration(connectionString: url))
+    public convenience init(url: String) throws {
+        try self.init(connection: PostgresConnection.connect(PostgresConfiguration(connectionString: url)))
+    }
+
+    /// Takes the snapshot on `connection` (with one read); the holder closes it when done.
+    public init(connection: PostgresConnection) throws {
+        self.connection = connection
         try connection.simpleQuery("begin isolation level repeatable read")
         _ = try connection.query("select count(*) from courier.workers")
     }

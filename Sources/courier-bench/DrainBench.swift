@@ -1,4 +1,5 @@
 import CourierStore
+import CourierTestSupport
 import Foundation
 import Postgres
 
@@ -106,12 +107,8 @@ struct DrainBench {
                                           label: "\(kind.rawValue)-w\(workers)-c\(concurrency)\(archives ? "" : "-noarchive")-r\(rep)")
         do {
             try fleet.waitReady(connection)
-            let holder = holdSnapshot ? try context.connect() : nil
-            defer { holder?.close() }
-            if let holder {
-                try holder.simpleQuery("begin isolation level repeatable read")
-                _ = try holder.query(PostgresQuery(unsafeSQL: "select count(*) from courier.workers"))
-            }
+            // Closed with its session if the drain fails; released right after it otherwise.
+            let holder = holdSnapshot ? try SnapshotHolder(connection: context.connect()) : nil
             let sampler = CPUSampler(workerPIDs: fleet.pids, postmaster: context.postmasterPID)
             let before = sampler.snapshot()
             let switchesBefore = WorkerCounters.switches(pids: fleet.pids)
@@ -144,7 +141,7 @@ struct DrainBench {
             let after = sampler.snapshot()
             let switchesAfter = WorkerCounters.switches(pids: fleet.pids)
             let counters = WorkerCounters.scrape(workers: workers, workDirectory: context.workDirectory)
-            if let holder { try holder.simpleQuery("commit") }
+            try holder?.release()
             let seconds = t1 - t0
             let peakKB = fleet.peakRSSKB
             try fleet.stop()
