@@ -40,6 +40,7 @@ extension Migration {
         Migration(version: 29, name: "0029_cheaper_header_check.sql", bytes: PackageResources._029_cheaper_header_check_sql),
         Migration(version: 30, name: "0030_spread_claim_jumps_excluded.sql", bytes: PackageResources._030_spread_claim_jumps_excluded_sql),
         Migration(version: 31, name: "0031_claim_function.sql", bytes: PackageResources._031_claim_function_sql),
+        Migration(version: 32, name: "0032_keeper_walks_indexes.sql", bytes: PackageResources._032_keeper_walks_indexes_sql),
     ]
 
     init(version: Int, name: String, bytes: [UInt8]) {
