@@ -20,6 +20,7 @@ import Foundation
 //   courier-bench fair     [common] --backlog 200000 --jobs 100 --interval-ms 100 --concurrency 64 --reps 3
 //                          (a trickle destination's pickup behind another's backlog; no policies)
 //   courier-bench backlog  [common] --runnable 1000000 --waiting 9000000 --held-share 0.5 --workers 2 --concurrency 256 --loaders 2 --reps 1
+//                          [--scenarios empty,backlog]
 //                          drain of the runnable jobs with the waiting ones scheduled ahead / held, against an empty table
 //   courier-bench outage   [common] --waiting 1000000 --open-seconds 600 --workers 2 --concurrency 256 --other-rate 200
 //                          --other-delay-ms 500 --lease 10s --loaders 2
@@ -74,13 +75,18 @@ func runBench(_ arguments: [String]) throws {
                       workers: try options.int("workers", default: 2), concurrency: try options.int("concurrency", default: 256),
                       retention: options.string("retention", default: "1m"), sample: try options.int("sample", default: 60)).run()
     case "backlog":
-        let options = try BenchOptions(rest, known: common + ["runnable", "waiting", "held-share", "workers", "concurrency", "loaders", "reps"])
+        let options = try BenchOptions(rest, known: common + ["runnable", "waiting", "held-share", "workers", "concurrency", "loaders", "reps", "scenarios"])
+        let scenarios = options.string("scenarios", default: BacklogBench.scenarios.joined(separator: ",")).split(separator: ",").map(String.init)
+        guard !scenarios.isEmpty, scenarios.allSatisfy(BacklogBench.scenarios.contains) else {
+            throw BenchError("--scenarios: a comma-separated list of \(BacklogBench.scenarios.joined(separator: ", "))")
+        }
         let share = Double(options.string("held-share", default: "0.5"))
         guard let share, share >= 0, share <= 1 else { throw BenchError("--held-share: a number from 0 to 1") }
         let bench = BacklogBench(context: try BenchContext(options), runnable: try options.int("runnable", default: 1_000_000),
                                  waiting: try options.int("waiting", default: 9_000_000), heldShare: share,
                                  loaders: max(1, try options.int("loaders", default: 2)),
-                                 workers: try options.int("workers", default: 2), concurrency: try options.int("concurrency", default: 256))
+                                 workers: try options.int("workers", default: 2), concurrency: try options.int("concurrency", default: 256),
+                                 scenarios: scenarios)
         for rep in 1...max(1, try options.int("reps", default: 1)) { try bench.run(rep: rep) }
     case "outage":
         let options = try BenchOptions(rest, known: common + ["waiting", "open-seconds", "workers", "concurrency", "other-rate",
