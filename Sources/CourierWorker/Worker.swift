@@ -134,9 +134,14 @@ public final class Worker: @unchecked Sendable {
             ("concurrency", configuration.concurrency), ("lease", DurationParser.format(configuration.lease)),
         ])
         startOrder.forEach { $0.start() }
-        // The jobs' group: one task for the worker's life. It is not awaited at the end, so
-        // a job that ignores its abort cannot keep the process from exiting.
-        let jobs = Task { [runner] in await runner.run { [weak self] lease in await self?.execute(lease) } }
+        // The jobs' group: one task for the worker's life, on the worker's own threads (see
+        // JobExecutor). It is not awaited at the end, so a job that ignores its abort cannot
+        // keep the process from exiting.
+        let executor = JobExecutor()
+        defer { executor.stop() }
+        let jobs = Task(executorPreference: executor) { [runner] in
+            await runner.run { [weak self] lease in await self?.execute(lease) }
+        }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             runLock.withLock { stoppedContinuation = continuation }
             startSupervisorThread()
