@@ -506,7 +506,7 @@ if backlog:
       f"first on an otherwise empty table, then with {b0.get('scheduled', 0):,} jobs of the same queue scheduled a day "
       f"ahead and {b0.get('held', 0):,} held behind a forced-open breaker (`courier-bench backlog`). Jobs loaded with COPY "
       f"over {b0['loaders']} connections, then VACUUM ANALYZE; the queue is paused while loading and the workers start; "
-      "GO unpauses it; the end is the first 5 ms poll that finds no runnable-now and no running job (bounded index probes).")
+      "GO unpauses it; the end is the first 5 ms poll that finds none of the runnable jobs left in `courier.jobs` (they are loaded last, one id range; each poll probes the primary key from the lowest id the previous one found).")
     w("")
     w("| table | waiting | jobs/s | setup: load s | setup: vacuum s | postgres CPU s per 100k |")
     w("|---|---|---|---|---|---|")
