@@ -10,8 +10,8 @@
 -- one of the database's two cores. Every statement of the pass has an index made for it
 -- (jobs_destination_idx, jobs_held_idx, jobs_gated_idx, jobs_running_idx and the primary
 -- keys), so sequential and bitmap scans are turned off for the function, as for
--- courier.claim (0031), and JIT with them (a plan costed as a scan of a big table was
--- compiled on every pass).
+-- courier.claim (0031), and JIT with them (the scan's plan was costed at 375k, over
+-- jit_above_cost, so with jit on it would be compiled as well).
 alter function courier.traffic_maintain(int) set enable_seqscan = off;
 alter function courier.traffic_maintain(int) set enable_bitmapscan = off;
 alter function courier.traffic_maintain(int) set jit = off;

@@ -56,10 +56,10 @@ struct BacklogBench {
             .init(count: scheduled, queue: queue, destination: "job:noop", runAt: tomorrow),
             .init(count: held, queue: queue, destination: heldDestination, runAt: nil, held: true),
         ], loaders: loaders, context: context)
-        let lastWaitingID = try lastJobID(connection)
+        let lastWaitingID = try context.lastJobID(connection)
         loadSeconds += try BulkJobs.load([.init(count: runnable, queue: queue, destination: "job:noop", runAt: nil)],
                                          loaders: loaders, context: context)
-        let lastRunnableID = try lastJobID(connection)
+        let lastRunnableID = try context.lastJobID(connection)
         let vacuumStart = monotonicSeconds()
         try connection.simpleQuery("vacuum analyze courier.jobs")
         let vacuumSeconds = monotonicSeconds() - vacuumStart
@@ -114,11 +114,5 @@ struct BacklogBench {
             fleet.children.forEach { $0.stop(grace: 5) }
             throw error
         }
-    }
-
-    /// The highest job id in `courier.jobs` (0 when empty): one probe of the primary key.
-    private func lastJobID(_ connection: PostgresConnection) throws -> Int64 {
-        try connection.query(PostgresQuery(unsafeSQL: "select coalesce(max(id), 0)::bigint from courier.jobs")).rows[0]
-            .decode(0, as: Int64.self)
     }
 }

@@ -80,4 +80,10 @@ struct BenchContext {
     func count(_ connection: PostgresConnection, _ sql: String) throws -> Int {
         try connection.query(PostgresQuery(unsafeSQL: sql)).rows[0].decode(0, as: Int.self)
     }
+
+    /// The highest job id in `courier.jobs` (0 when empty): one probe of the primary key.
+    func lastJobID(_ connection: PostgresConnection) throws -> Int64 {
+        try connection.query(PostgresQuery(unsafeSQL: "select coalesce(max(id), 0)::bigint from courier.jobs")).rows[0]
+            .decode(0, as: Int64.self)
+    }
 }

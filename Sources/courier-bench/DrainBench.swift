@@ -124,7 +124,7 @@ struct DrainBench {
             // drained row's dead version, and under a held snapshot none can be pruned): first one
             // primary-key probe of the last job (the claim takes them in id order: one priority, one
             // run_at), then the runnable and running indexes' heads until both are empty.
-            let last = try connection.query(PostgresQuery(unsafeSQL: "select max(id) from courier.jobs where id >= 0")).rows[0].decode(0, as: Int.self)
+            let last = try context.lastJobID(connection)
             let drainedSQL = try DrainBench.drainedProbe(connection)
             var lastGone = false
             while true {
