@@ -41,6 +41,8 @@ extension Migration {
         Migration(version: 30, name: "0030_spread_claim_jumps_excluded.sql", bytes: PackageResources._030_spread_claim_jumps_excluded_sql),
         Migration(version: 31, name: "0031_claim_function.sql", bytes: PackageResources._031_claim_function_sql),
         Migration(version: 32, name: "0032_keeper_walks_indexes.sql", bytes: PackageResources._032_keeper_walks_indexes_sql),
+        Migration(version: 33, name: "0033_destination_claims_skip_scheduled.sql",
+                  bytes: PackageResources._033_destination_claims_skip_scheduled_sql),
     ]
 
     init(version: Int, name: String, bytes: [UInt8]) {

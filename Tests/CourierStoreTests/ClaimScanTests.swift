@@ -251,6 +251,45 @@ import Testing
         }
     }
 
+    /// Migration 0033. The spread claim takes a destination's due jobs one priority at a time:
+    /// before, its take walked every job of the destination scheduled ahead whenever fewer
+    /// than its limit were due (866 buffers here before 0033; 3,275 with 200k ahead).
+    @Test func aSpreadClaimTouchesNoneOfADestinations50kJobsScheduledAhead() throws {
+        try CourierTestDatabase.with { (_, db) throws in
+            try insert(50_000, destination: "http://later.test:80", dueInSeconds: 86_400, priorities: 3, on: db)
+            try insert(100, destination: "http://busy.test:80", dueInSeconds: -60, on: db)
+            try db.simpleQuery("vacuum analyze courier.jobs")
+
+            let spread = "select * from courier.claim_spread('default', 10, 5, $1::uuid, 30000, null, $2::text[], 16)"
+            let binds: [any PostgresEncodable] = [UUID(), ["http://busy.test:80"]]
+            _ = try buffers(spread, binds, on: db)   // the first call in a session also plans the function's statements
+            let spent = try buffers(spread, binds, on: db)
+            #expect(spent < 100, "a spread claim past 50k jobs scheduled ahead touched \(spent) buffers")
+            #expect(try JobsTable.claimSpread(queue: "default", limit: 10, perDestination: 5, after: nil, excluding: ["http://busy.test:80"],
+                                              visit: 16, worker: UUID(), leaseMilliseconds: lease, on: db).isEmpty)
+        }
+    }
+
+    /// Migration 0033. The gated claim probes a destination for a due job, and takes its due
+    /// jobs, one priority at a time: before, each probe walked the destination's jobs
+    /// scheduled ahead (1,649 buffers here before 0033; 2,439 with 200k ahead).
+    @Test func aGatedClaimTouchesNoneOfItsDestinations50kJobsScheduledAhead() throws {
+        try CourierTestDatabase.with { (_, db) throws in
+            let capped = "http://capped.test:80"
+            try insert(50_000, destination: capped, dueInSeconds: 86_400, priorities: 3, on: db)
+            _ = try DestinationsTable.merge(.init(destination: capped, maxInFlight: 100, slowStartMilliseconds: 0), on: db)
+            while try JobsTable.trafficMaintain(batch: 20_000, on: db) >= 20_000 {}
+            #expect(try count("select count(*)::bigint from courier.jobs where gated", on: db) == 50_000)
+            try db.simpleQuery("vacuum analyze courier.jobs")
+
+            let gated = "select * from courier.claim_gated('default', 10, $1::uuid, 30000)"
+            _ = try buffers(gated, [UUID()], on: db)
+            let spent = try buffers(gated, [UUID()], on: db)
+            #expect(spent < 100, "a gated claim past 50k jobs scheduled ahead touched \(spent) buffers")
+            #expect(try JobsTable.claimGated(queue: "default", limit: 10, worker: UUID(), leaseMilliseconds: lease, on: db).isEmpty)
+        }
+    }
+
     @Test func aRetriedJobOfARetryAfterPausedDestinationWaitsHeld() throws {
         try CourierTestDatabase.with { (_, db) throws in
             let paused = "http://paused.test:80"

@@ -153,6 +153,38 @@ import Testing
         }
     }
 
+    /// The take goes priority by priority (0033): a priority whose jobs are all ahead is
+    /// passed, the due jobs of the next ones are taken in order, up to the limit, and a
+    /// retry-only take skips first attempts.
+    @Test func theTakeSkipsAPriorityScheduledAheadAndFillsFromTheNextOnes() throws {
+        try CourierTestDatabase.with { (_, db) throws in
+            func add(_ n: Int, priority: Int, runAt: Date?) throws {
+                var requests: [EnqueueRequest] = []
+                for _ in 0..<n {
+                    var r = EnqueueRequest(url: "http://p.test/x")
+                    r.priority = priority
+                    r.runAt = runAt
+                    requests.append(r)
+                }
+                _ = try JobsTable.enqueueMany(requests, on: db)
+            }
+            try add(5, priority: 0, runAt: Date().addingTimeInterval(3600))
+            try add(2, priority: 1, runAt: nil)
+            try add(5, priority: 2, runAt: nil)
+            func take(_ limit: Int, retries: Bool?) throws -> [Int] {
+                try db.query(PostgresQuery(unsafeSQL: """
+                    select priority from courier.claim_take('http://p.test:80', 'default', false, gen_random_uuid(), 30000, $1::int, $2::boolean)
+                    """, binds: [limit, retries])).rows.map { try $0.decode(0, as: Int.self) }
+            }
+            try db.simpleQuery("begin")
+            #expect(try take(4, retries: true) == [], "no job has an attempt behind it")
+            #expect(try take(4, retries: nil) == [1, 1, 2, 2])
+            #expect(try take(10, retries: false) == [2, 2, 2])
+            #expect(try take(10, retries: nil) == [], "the priority-0 jobs are an hour ahead")
+            try db.simpleQuery("rollback")
+        }
+    }
+
     @Test func theGatedClaimStillTakesThroughTheSharedStatement() throws {
         try CourierTestDatabase.with { (_, db) throws in
             try enqueue(db, 10, url: "http://capped.test/x")
