@@ -37,13 +37,15 @@ as $$
 declare
     v_priority int;
 begin
-    -- The lowest waiting priority: one descent of jobs_destination_idx.
-    select c.priority into v_priority from courier.jobs c
-    where c.destination = p_destination and c.held_since is null and c.gated = p_gated and c.queue = p_queue
-      and c.state = 'available'
-    order by c.destination, c.held_since, c.gated, c.queue, c.priority
-    limit 1;
-    while found loop
+    loop
+        -- The next waiting priority (the lowest, the first time round): one descent of
+        -- jobs_destination_idx. -32769 is below every priority jobs_priority_check allows.
+        select c.priority into v_priority from courier.jobs c
+        where c.destination = p_destination and c.held_since is null and c.gated = p_gated and c.queue = p_queue
+          and c.state = 'available' and c.priority > coalesce(v_priority, -32769)
+        order by c.destination, c.held_since, c.gated, c.queue, c.priority
+        limit 1;
+        exit when not found;
         -- Priority fixed, run_at bounds the range: the walk ends at the first job not due.
         if exists (select 1 from courier.jobs c
                    where c.destination = p_destination and c.held_since is null and c.gated = p_gated
@@ -52,11 +54,6 @@ begin
                      and (p_retries is null or (c.attempt > 0) = p_retries)) then
             return true;
         end if;
-        select c.priority into v_priority from courier.jobs c
-        where c.destination = p_destination and c.held_since is null and c.gated = p_gated and c.queue = p_queue
-          and c.state = 'available' and c.priority > v_priority
-        order by c.destination, c.held_since, c.gated, c.queue, c.priority
-        limit 1;
     end loop;
     return false;
 end
@@ -87,12 +84,14 @@ begin
     if p_limit <= 0 then
         return;
     end if;
-    select c.priority into v_priority from courier.jobs c
-    where c.destination = p_destination and c.held_since is null and c.gated = p_gated and c.queue = p_queue
-      and c.state = 'available'
-    order by c.destination, c.held_since, c.gated, c.queue, c.priority
-    limit 1;
-    while found loop
+    loop
+        -- The next waiting priority, as in courier.has_due_job.
+        select c.priority into v_priority from courier.jobs c
+        where c.destination = p_destination and c.held_since is null and c.gated = p_gated and c.queue = p_queue
+          and c.state = 'available' and c.priority > coalesce(v_priority, -32769)
+        order by c.destination, c.held_since, c.gated, c.queue, c.priority
+        limit 1;
+        exit when not found;
         -- One priority's due jobs, in the index's order (with the parameters unknown to
         -- the planner, only this ORDER BY keeps it walking the index), locked as read.
         v_ids := array(
@@ -116,12 +115,6 @@ begin
             v_left := v_left - v_got;
             exit when v_left <= 0;
         end if;
-        -- The next waiting priority (sets FOUND for the loop).
-        select c.priority into v_priority from courier.jobs c
-        where c.destination = p_destination and c.held_since is null and c.gated = p_gated and c.queue = p_queue
-          and c.state = 'available' and c.priority > v_priority
-        order by c.destination, c.held_since, c.gated, c.queue, c.priority
-        limit 1;
     end loop;
 end
 $$;
