@@ -10,14 +10,15 @@ a thread on libpq or on a child process, so in one process the pool is full and 
 is no faster than serial. Each process has a pool of its own, and every test has a
 database of its own, so batches of suites run side by side without sharing anything but
 the PostgreSQL server and its PgBouncers. On the two-core development machine (887 tests):
-404 s in one process at a time, 379 s in two, 414 s with `swift test --parallel`; the
+404 s in one process at a time, 379 and 404 s in two, 414 s with `swift test --parallel`; the
 serial run leaves the CPUs 60% idle, yet two processes gain little, so what limits the
 suite there is still to be found (more cores should gain more).
 
 The suites are listed with `swift test list`, cut into small batches in listing order and
-handed out to COURIER_TEST_JOBS runners (default: one per core, at most 4), each running one batch at a time
-with `swift test --skip-build --no-parallel --filter`. Exits non-zero when a batch fails
-or when the batches together ran fewer or more tests than the listing holds.
+handed out to COURIER_TEST_JOBS runners (default: one per core, at most 4), each running
+one batch at a time with `swift test --skip-build --no-parallel --filter`. Exits non-zero
+when a batch fails or when the batches together ran fewer or more tests than the listing
+holds.
 """
 
 import os
