@@ -15,14 +15,18 @@ serial run leaves the CPUs 60% idle, yet two processes gain little, so what limi
 suite there is still to be found (more cores should gain more).
 
 The suites are listed with `swift test list`, cut into small batches in listing order and
-handed out to COURIER_TEST_JOBS runners (default: one per core, at most 4), each running
-one batch at a time with `swift test --skip-build --no-parallel --filter`. Exits non-zero
-when a batch fails or when the batches together ran fewer or more tests than the listing
-holds.
+handed out to COURIER_TEST_JOBS runners, each running one batch at a time with `swift
+test --skip-build --no-parallel --filter`. Exits non-zero when a batch fails or when the
+batches together ran fewer or more tests than the listing holds.
+
+The default is 1 (serial), as CI runs it: with 2 on the two-core machine the cut-off
+worker test (CutOffWorkerTests, which waits for a rescue within the lease) failed once in
+four runs, its second worker starved by the other process; the others passed.
 """
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -59,7 +63,7 @@ def batches_of(counts):
 
 
 def main():
-    text = os.environ.get("COURIER_TEST_JOBS", str(min(4, os.cpu_count() or 1)))
+    text = os.environ.get("COURIER_TEST_JOBS", "1")
     if not text.isdigit() or int(text) < 1:
         sys.exit(f"COURIER_TEST_JOBS must be a whole number of processes, 1 or more (got {text!r})")
     jobs = int(text)
@@ -130,6 +134,7 @@ def main():
     if ran != expected:
         print(f"the batches ran {ran} tests but the listing holds {expected}", flush=True)
         sys.exit(1)
+    shutil.rmtree(logs)  # kept only when something failed
     print(f"all {ran} tests in {len(counts)} suites passed in {elapsed:.0f} s ({jobs} processes)", flush=True)
 
 

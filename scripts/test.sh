@@ -51,8 +51,8 @@ export COURIER_TEST_PGBOUNCER_SESSION_URL="postgresql://courier@127.0.0.1:$sessi
 export COURIER_TEST_PGBOUNCER_TRANSACTION_URL="postgresql://courier@127.0.0.1:$transaction_port/postgres"
 # Tests that drive a real Python client (receivers, parsers, psycopg) use this interpreter.
 export COURIER_TEST_PYTHON="$PWD/.venv/bin/python3"
-# The whole suite runs as COURIER_TEST_JOBS (default: one per core, at most 4) serial
-# `swift test` processes at once, each taking small batches of suites
+# The whole suite runs as COURIER_TEST_JOBS (default 1) serial `swift test` processes
+# at once, each taking small batches of suites
 # (scripts/run-test-batches.py says why processes and not `swift test --parallel`), and
 # then the deployment files (Kubernetes, systemd, Docker, Prometheus) are validated
 # offline. With arguments, one serial `swift test` runs them, and nothing else.
