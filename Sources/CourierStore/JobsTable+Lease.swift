@@ -33,49 +33,25 @@ extension JobsTable {
         guard !successes.isEmpty else { return [] }
         // In id order (lease renewals skip rows locked here, see `renewLeases`).
         let successes = successes.sorted { $0.id < $1.id }
-        return try connection.query(PostgresQuery(unsafeSQL: archive ? completeSQL : completeWithoutArchiveSQL, binds: [
+        return try connection.query(PostgresQuery(unsafeSQL: completeSQL, binds: [
             successes.map(\.id), successes.map(\.attempt), successes.map { $0.status ?? -1 },
-            successes.map(\.durationMilliseconds), worker,
+            successes.map(\.durationMilliseconds), worker, archive,
         ])).rows.map { try $0.decode(0, as: Int64.self) }
     }
 
     /// The success acknowledgement: $1 ids, $2 attempts, $3 HTTP statuses (-1 for none),
-    /// $4 durations in ms, $5 worker id. Public so benchmarks can run exactly this SQL.
+    /// $4 durations in ms, $5 worker id, $6 whether to archive into `completed_jobs`.
+    /// Public so benchmarks can run exactly this SQL.
     ///
     /// The fence is id + attempt + `leased_by`: every path out of `running` (retry, hand
     /// back, rescue) clears `leased_by`, so `leased_by = $5` already means "still running
-    /// under this worker's lease". `state = 'running'` is deliberately not repeated here:
-    /// it lets the planner pick the partial `jobs_lease_idx` (whose statistics usually say
-    /// "no running rows") and join every running row against the whole batch, 3–4× slower
-    /// than probing the primary key per acknowledged id (see bench/RESULTS.md).
+    /// under this worker's lease". `courier.complete_jobs` (migration 0034) reaches the
+    /// rows through primary key probes and matches the attempts by a hash join, one plan
+    /// whatever the statistics of `courier.jobs` say. Skipping the archive is about a fifth
+    /// of the database's work per job (pgbench, claim + ack of 100: ~50k jobs/s with it,
+    /// ~60k without).
     public static let completeSQL = """
-        with done as (
-            \(successDeleteSQL)
-            returning j.id, j.kind, j.queue, j.destination, j.method, j.url, j.attempt, nullif(a.status, -1) as status,
-                      a.duration_ms, j.idempotency_key, j.errors, j.created_at, j.signing_secret
-        )
-        insert into courier.completed_jobs (id, kind, queue, destination, method, url, attempt, status, duration_ms,
-                                            idempotency_key, errors, worker, created_at, signing_secret)
-        select id, kind, queue, destination, method, url, attempt, status, duration_ms, idempotency_key, errors,
-               $5, created_at, signing_secret
-        from done
-        returning id
-        """
-
-    /// The fenced delete both success acknowledgements share, so their fence cannot drift apart.
-    static let successDeleteSQL = """
-        delete from courier.jobs j
-            using unnest($1::bigint[], $2::int[], $3::int[], $4::int[]) as a(id, attempt, status, duration_ms)
-            where j.id = a.id and j.attempt = a.attempt and j.leased_by = $5
-        """
-
-    /// The success acknowledgement without the archive: the same fence and binds as
-    /// ``completeSQL`` (statuses and durations are unused), the rows are only deleted.
-    /// Skipping the `completed_jobs` insert is about a fifth of the database's work per
-    /// job (pgbench, claim + ack of 100: ~50k jobs/s with it, ~60k without).
-    public static let completeWithoutArchiveSQL = """
-        \(successDeleteSQL)
-        returning j.id
+        select courier.complete_jobs($1::bigint[], $2::int[], $3::int[], $4::int[], $5::uuid, $6::boolean)
         """
 
     /// A failed attempt to be retried later.
@@ -104,47 +80,13 @@ extension JobsTable {
     public static func retry(_ retries: [Retry], worker: UUID, on connection: PostgresConnection) throws -> [Int64] {
         guard !retries.isEmpty else { return [] }
         let retries = retries.sorted { $0.id < $1.id }
-        // A job an operator cancelled while its attempt ran is not retried: it ends as a
-        // `cancelled` dead letter in the same statement, whether or not the worker heard
-        // of the cancellation in time.
-        var query: PostgresQuery = """
-            with a as (
-                select * from unnest(\(retries.map(\.id)), \(retries.map(\.attempt)), \(retries.map(\.delayMilliseconds)),
-                                     \(retries.map(\.errorJSON)), \(retries.map(\.usesAttempt)))
-                    as a(id, attempt, delay_ms, error, uses_attempt)
-            ),
-            retried as (
-                update courier.jobs j
-                set state = 'available', run_at = now() + a.delay_ms * interval '1 millisecond', last_delay_ms = a.delay_ms,
-                    leased_by = null, lease_expires_at = null, errors = j.errors || jsonb_build_array(a.error::jsonb),
-                    attempt = j.attempt - case when a.uses_attempt then 0 else 1 end,
-                    -- A destination whose breaker opened meanwhile: wait out of the runnable index.
-                    held_since = case when courier.breaker_holds(j.destination) then now() end
-                from a
-                where j.id = a.id and j.attempt = a.attempt and j.leased_by = \(worker) and j.cancel_requested_at is null
-                returning j.id
-            ),
-            cancelled as (
-                delete from courier.jobs j
-                using a
-                where j.id = a.id and j.attempt = a.attempt and j.leased_by = \(worker) and j.cancel_requested_at is not null
-                returning j.*, a.error as dl_error, a.uses_attempt as dl_uses_attempt
-            ),
-            recorded as (
-
-            """
-        // `leased_by` is this worker (the delete's condition): the dead letter names it.
-        query.append(DeadLettersTable.insertFromJobs(
-            source: "cancelled", reason: "'cancelled'", attempt: "attempt - case when dl_uses_attempt then 0 else 1 end",
-            errors: "errors || jsonb_build_array(dl_error::jsonb)", lastClass: "'cancelled'", worker: "leased_by::text"))
-        query.append("""
-
-            )
-            select id from retried
-            union all
-            select job_id from recorded
-            """)
-        return try connection.query(query).rows.map { try $0.decode(0, as: Int64.self) }
+        // A job an operator cancelled while its attempt ran ends as a `cancelled` dead
+        // letter in the same statement (see `courier.retry_jobs`, migration 0034).
+        return try connection.query("""
+            select courier.retry_jobs(\(retries.map(\.id))::bigint[], \(retries.map(\.attempt))::int[],
+                                      \(retries.map(\.delayMilliseconds))::bigint[], \(retries.map(\.errorJSON))::text[],
+                                      \(retries.map(\.usesAttempt))::boolean[], \(worker)::uuid)
+            """).rows.map { try $0.decode(0, as: Int64.self) }
     }
 
     /// A job that will not be retried automatically.
@@ -172,64 +114,25 @@ extension JobsTable {
     public static func deadLetter(_ letters: [DeadLetter], worker: UUID, on connection: PostgresConnection) throws -> [Int64] {
         guard !letters.isEmpty else { return [] }
         let letters = letters.sorted { $0.id < $1.id }
-        // A deadline dead letter without an error entry is one whose attempt never ran: it
-        // records no attempt, and only when the database's clock agrees the deadline has
-        // passed; otherwise (the worker's clock runs ahead) the job goes back, unattempted,
-        // not to be claimed before its deadline.
-        var query: PostgresQuery = """
-            with a as (
-                select *, (reason = 'deadline' and error = '') as never_ran
-                from unnest(\(letters.map(\.id)), \(letters.map(\.attempt)), \(letters.map(\.reason.rawValue)),
-                            \(letters.map { $0.errorJSON ?? "" }), \(letters.map { $0.lastClass?.rawValue ?? "" }),
-                            \(letters.map { $0.lastStatus ?? -1 })) as a(id, attempt, reason, error, last_class, last_status)
-            ),
-            early as (
-                update courier.jobs j
-                set state = 'available', attempt = j.attempt - 1, leased_by = null, lease_expires_at = null,
-                    run_at = greatest(j.run_at, j.deadline)
-                from a
-                where j.id = a.id and j.attempt = a.attempt and j.leased_by = \(worker) and a.never_ran and coalesce(j.deadline > now(), false)
-                returning j.id
-            ),
-            gone as (
-                delete from courier.jobs j
-                using a
-                where j.id = a.id and j.attempt = a.attempt and j.leased_by = \(worker)
-                  and not (a.never_ran and coalesce(j.deadline > now(), false))
-                returning j.*, a.reason as dl_reason, a.error as dl_error, a.last_class as dl_class, a.last_status as dl_status,
-                          a.never_ran as dl_never_ran
-            ),
-            recorded as (
-
-            """
-        // `leased_by` is this worker (the delete's condition): the dead letter names it.
-        query.append(DeadLettersTable.insertFromJobs(
-            source: "gone", reason: "dl_reason", attempt: "case when dl_never_ran then attempt - 1 else attempt end",
-            errors: "case when dl_error = '' then errors else errors || jsonb_build_array(dl_error::jsonb) end",
-            lastClass: "nullif(dl_class, '')", lastStatus: "nullif(dl_status, -1)", worker: "leased_by::text"))
-        query.append("""
-
-            )
-            select job_id from recorded
-            union all
-            select id from early
-            """)
-        return try connection.query(query).rows.map { try $0.decode(0, as: Int64.self) }
+        // A deadline dead letter whose attempt never ran goes back instead while the
+        // database's clock says the deadline is ahead (see `courier.dead_letter_jobs`, 0034).
+        return try connection.query("""
+            select courier.dead_letter_jobs(\(letters.map(\.id))::bigint[], \(letters.map(\.attempt))::int[],
+                                            \(letters.map(\.reason.rawValue))::text[], \(letters.map { $0.errorJSON ?? "" })::text[],
+                                            \(letters.map { $0.lastClass?.rawValue ?? "" })::text[],
+                                            \(letters.map { $0.lastStatus ?? -1 })::int[], \(worker)::uuid)
+            """).rows.map { try $0.decode(0, as: Int64.self) }
     }
 
     /// Returns leased jobs that never started (shutdown, a destination found held back)
-    /// to the queue without consuming their attempt. `runAt` nil means at once.
+    /// to the queue without consuming their attempt, not to run for `notBeforeMilliseconds`
+    /// (0: at once).
     @discardableResult
     public static func handBack(ids: [Int64], attempts: [Int], worker: UUID, notBeforeMilliseconds: Int64 = 0,
                                 on connection: PostgresConnection) throws -> [Int64] {
         guard !ids.isEmpty else { return [] }
         return try connection.query("""
-            update courier.jobs j
-            set state = 'available', attempt = j.attempt - 1, leased_by = null, lease_expires_at = null,
-                run_at = greatest(j.run_at, now() + \(notBeforeMilliseconds) * interval '1 millisecond')
-            from unnest(\(ids), \(attempts)) as a(id, attempt)
-            where j.id = a.id and j.attempt = a.attempt and j.leased_by = \(worker)
-            returning j.id
+            select courier.hand_back_jobs(\(ids)::bigint[], \(attempts)::int[], \(worker)::uuid, \(notBeforeMilliseconds)::bigint)
             """).rows.map { try $0.decode(0, as: Int64.self) }
     }
 
@@ -279,51 +182,9 @@ extension JobsTable {
     ///   the database's clock. Tests pass a later time instead of rewriting rows.
     public static func rescueExpired(limit: Int = 1000, now: Date? = nil, on connection: PostgresConnection) throws -> RescueResult {
         try connection.withTransaction { tx in
-            let locked = try tx.query("select pg_try_advisory_xact_lock(\(Self.rescueLockKey))").rows.first?.decode(0, as: Bool.self) ?? false
+            let locked = try tx.query(rescueLockAndSettings).rows.first?.decode(0, as: Bool.self) ?? false
             guard locked else { return RescueResult(requeued: 0, deadLettered: 0, ranHere: false) }
-            var rescue: PostgresQuery = """
-                with expired as (
-                    select id from courier.jobs
-                    where state = 'running' and lease_expires_at < coalesce(\(now)::timestamptz, now())
-                    order by lease_expires_at limit \(limit)
-                    for update skip locked
-                ),
-                judged as (
-                    select j.id,
-                           case when j.method <> all(\(Self.idempotentMethodNames)::text[])
-                                     and j.idempotency_key is null then 'ambiguous'
-                                when j.attempt >= j.max_attempts then 'exhausted'
-                           end as verdict,
-                           jsonb_build_object('attempt', j.attempt, 'class', 'lease_expired',
-                               'message', 'the worker holding the lease stopped renewing it; the request may have been sent',
-                               'started_at', j.attempted_at, 'worker', j.leased_by::text,
-                               'duration_ms', (extract(epoch from now() - j.attempted_at) * 1000)::bigint) as error
-                    from courier.jobs j join expired e on e.id = j.id
-                ),
-                requeued as (
-                    update courier.jobs j
-                    set state = 'available', run_at = now(), leased_by = null, lease_expires_at = null,
-                        errors = j.errors || jsonb_build_array(judged.error)
-                    from judged where j.id = judged.id and judged.verdict is null
-                    returning j.id
-                ),
-                gone as (
-                    delete from courier.jobs j using judged
-                    where j.id = judged.id and judged.verdict is not null
-                    returning j.*, judged.verdict, judged.error
-                ),
-                dead as (
-
-                """
-            rescue.append(DeadLettersTable.insertFromJobs(
-                source: "gone", reason: "verdict", errors: "errors || jsonb_build_array(error)", lastClass: "'lease_expired'",
-                worker: "leased_by::text", returning: "1"))
-            rescue.append("""
-
-                )
-                select (select count(*) from requeued)::bigint, (select count(*) from dead)::bigint
-                """)
-            let rows = try tx.query(rescue).rows
+            let rows = try tx.query(rescueStatement(limit: limit, now: now)).rows
             let requeued = try rows.first?.decode(0, as: Int.self) ?? 0
             let dead = try rows.first?.decode(1, as: Int.self) ?? 0
             if requeued > 0 {
@@ -331,6 +192,72 @@ extension JobsTable {
             }
             return RescueResult(requeued: requeued, deadLettered: dead, ranHere: true)
         }
+    }
+
+    /// The rescue's first statement: the fleet-wide lock (true when taken) and, for the
+    /// rest of the transaction, the planner settings of the acknowledgement functions
+    /// (migration 0034). The rescue joins the rows it took to `courier.jobs`; with nested
+    /// loops, merge joins, sequential and bitmap scans off, those joins stay primary key
+    /// probes and hash joins whatever the statistics say (the soak saw 507 ms rescues
+    /// on statistics that said the table was empty). It stays a Swift statement, not a
+    /// function, because it shares the dead-letter insert (`insertFromJobs`) and the
+    /// idempotent-method list with Swift.
+    static let rescueLockAndSettings = PostgresQuery(unsafeSQL: """
+        select pg_try_advisory_xact_lock($1),
+               set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true),
+               set_config('enable_nestloop', 'off', true), set_config('enable_mergejoin', 'off', true)
+        """, binds: [rescueLockKey])
+
+    /// One rescue pass over up to `limit` expired leases; returns (requeued, dead-lettered).
+    /// Run after ``rescueLockAndSettings`` in the same transaction.
+    static func rescueStatement(limit: Int, now: Date?) -> PostgresQuery {
+        var rescue: PostgresQuery = """
+            with expired as (
+                select id from courier.jobs
+                where state = 'running' and lease_expires_at < coalesce(\(now)::timestamptz, now())
+                order by lease_expires_at limit \(limit)
+                for update skip locked
+            ),
+            judged as (
+                select j.id,
+                       case when j.method <> all(\(Self.idempotentMethodNames)::text[])
+                                 and j.idempotency_key is null then 'ambiguous'
+                            when j.attempt >= j.max_attempts then 'exhausted'
+                       end as verdict,
+                       jsonb_build_object('attempt', j.attempt, 'class', 'lease_expired',
+                           'message', 'the worker holding the lease stopped renewing it; the request may have been sent',
+                           'started_at', j.attempted_at, 'worker', j.leased_by::text,
+                           'duration_ms', (extract(epoch from now() - j.attempted_at) * 1000)::bigint) as error
+                from courier.jobs j
+                where j.id = any(array(select id from expired))
+            ),
+            requeued as (
+                update courier.jobs j
+                set state = 'available', run_at = now(), leased_by = null, lease_expires_at = null,
+                    errors = j.errors || jsonb_build_array(judged.error)
+                from judged
+                where j.id = any(array(select id from judged where verdict is null))
+                  and j.id = judged.id and judged.verdict is null
+                returning j.id
+            ),
+            gone as (
+                delete from courier.jobs j using judged
+                where j.id = any(array(select id from judged where verdict is not null))
+                  and j.id = judged.id and judged.verdict is not null
+                returning j.*, judged.verdict, judged.error
+            ),
+            dead as (
+
+            """
+        rescue.append(DeadLettersTable.insertFromJobs(
+            source: "gone", reason: "verdict", errors: "errors || jsonb_build_array(error)", lastClass: "'lease_expired'",
+            worker: "leased_by::text", returning: "1"))
+        rescue.append("""
+
+            )
+            select (select count(*) from requeued)::bigint, (select count(*) from dead)::bigint
+            """)
+        return rescue
     }
 
     /// Releases jobs still held for a destination whose breaker is no longer open (its

@@ -34,21 +34,12 @@ extension JobsTable {
                                    on connection: PostgresConnection) throws -> LeaseRenewal {
         guard !leases.isEmpty else { return LeaseRenewal(renewed: [], cancelled: []) }
         let ordered = leases.sorted { $0.id < $1.id }
+        // `courier.renew_leases` (migration 0034): primary key probes and a hash join, one
+        // plan whatever the statistics of `courier.jobs` say.
         let rows = try connection.query("""
-            with mine as (
-                select j.id
-                from courier.jobs j
-                join unnest(\(ordered.map(\.id)), \(ordered.map(\.attempt))) as w(id, attempt)
-                  on j.id = w.id and j.attempt = w.attempt
-                where j.leased_by = \(worker)
-                order by j.id
-                for update of j skip locked
-            )
-            update courier.jobs j
-            set lease_expires_at = now() + \(leaseMilliseconds) * interval '1 millisecond'
-            from mine
-            where j.id = mine.id
-            returning j.id, j.attempt, j.cancel_requested_at is not null
+            select job_id, job_attempt, cancel_requested
+            from courier.renew_leases(\(ordered.map(\.id))::bigint[], \(ordered.map(\.attempt))::int[], \(worker)::uuid,
+                                      \(leaseMilliseconds)::int)
             """).rows
         var renewal = LeaseRenewal(renewed: [], cancelled: [])
         for row in rows {

@@ -43,6 +43,7 @@ extension Migration {
         Migration(version: 32, name: "0032_keeper_walks_indexes.sql", bytes: PackageResources._032_keeper_walks_indexes_sql),
         Migration(version: 33, name: "0033_destination_claims_skip_scheduled.sql",
                   bytes: PackageResources._033_destination_claims_skip_scheduled_sql),
+        Migration(version: 34, name: "0034_acknowledgement_functions.sql", bytes: PackageResources._034_acknowledgement_functions_sql),
     ]
 
     init(version: Int, name: String, bytes: [UInt8]) {

@@ -4,9 +4,12 @@ import Postgres
 /// Shared buffers (hit + read) `sql` touched, run under EXPLAIN (ANALYZE, BUFFERS) in a
 /// transaction that is rolled back, so nothing it writes stays. Statements a function runs
 /// count too. Tests of what a statement reads assert on this, never on time.
-public func explainBuffers(_ sql: String, _ binds: [any PostgresEncodable], on db: PostgresConnection) throws -> Int {
+/// - Parameter prelude: run first in the same transaction (e.g. `set_config(..., true)`).
+public func explainBuffers(_ sql: String, _ binds: [any PostgresEncodable], prelude: PostgresQuery? = nil,
+                           on db: PostgresConnection) throws -> Int {
     try db.simpleQuery("begin")
     defer { try? db.simpleQuery("rollback") }
+    if let prelude { _ = try db.query(prelude) }
     let text = try db.query(PostgresQuery(unsafeSQL: "explain (analyze, buffers, format json) " + sql, binds: binds))
         .rows[0].decode(0, as: String.self)
     guard let plans = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [[String: Any]],
