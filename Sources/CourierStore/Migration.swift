@@ -44,6 +44,8 @@ extension Migration {
         Migration(version: 33, name: "0033_destination_claims_skip_scheduled.sql",
                   bytes: PackageResources._033_destination_claims_skip_scheduled_sql),
         Migration(version: 34, name: "0034_acknowledgement_functions.sql", bytes: PackageResources._034_acknowledgement_functions_sql),
+        Migration(version: 35, name: "0035_keeper_batches_walk_destination_index.sql",
+                  bytes: PackageResources._035_keeper_batches_walk_destination_index_sql),
     ]
 
     init(version: Int, name: String, bytes: [UInt8]) {
