@@ -46,6 +46,7 @@ extension Migration {
         Migration(version: 34, name: "0034_acknowledgement_functions.sql", bytes: PackageResources._034_acknowledgement_functions_sql),
         Migration(version: 35, name: "0035_keeper_batches_walk_destination_index.sql",
                   bytes: PackageResources._035_keeper_batches_walk_destination_index_sql),
+        Migration(version: 36, name: "0036_claim_fewer_statements.sql", bytes: PackageResources._036_claim_fewer_statements_sql),
     ]
 
     init(version: Int, name: String, bytes: [UInt8]) {
