@@ -69,7 +69,8 @@ final class Claimer: WorkerService, @unchecked Sendable {
     private var reportedMissing = false
     private let lock = NSLock()
     private var missing: [String] = []
-    private var nextRetryDue: ContinuousClock.Instant?
+    /// Jobs this worker knows fall due (its own retries, a NOTIFY's follow-up claim).
+    private var knownDue = ClaimRecheck()
     /// The last claim came back full: more jobs are probably runnable.
     private var moreWaiting = false
     /// When this thread first saw a free slot since its last claim.
@@ -101,7 +102,7 @@ final class Claimer: WorkerService, @unchecked Sendable {
 
     /// A job this worker retried falls due at `due`: look then rather than at the next poll.
     func noteRetry(due: ContinuousClock.Instant) {
-        lock.withLock { nextRetryDue = nextRetryDue.map { min($0, due) } ?? due }
+        lock.withLock { knownDue.note(due: due) }
     }
 
     /// A NOTIFY arrived (the caller wakes the thread): claim now, and once more a little later.
@@ -232,13 +233,34 @@ final class Claimer: WorkerService, @unchecked Sendable {
     }
 
     private func retryWait(now: ContinuousClock.Instant) -> Duration {
-        lock.withLock {
-            guard let due = nextRetryDue else { return configuration.pollInterval }
-            if due <= now {
-                nextRetryDue = nil
-                return .milliseconds(1)
-            }
-            return min(configuration.pollInterval, due - now + .milliseconds(5))
+        lock.withLock { knownDue.wait(afterRoundAt: now, pollInterval: configuration.pollInterval) }
+    }
+}
+
+/// When the claimer looks again for jobs it knows fall due: a retry this worker scheduled,
+/// or the follow-up claim after a NOTIFY. A value type with the clock passed in.
+struct ClaimRecheck: Sendable, Equatable {
+    /// How long after a due time the claimer looks: a job's run_at, stored in the database,
+    /// is not earlier than the due time this worker noted, so looking a little later finds it due.
+    static let slack: Duration = .milliseconds(5)
+
+    /// The earliest due time noted and not yet looked at.
+    private(set) var due: ContinuousClock.Instant?
+
+    mutating func note(due instant: ContinuousClock.Instant) {
+        due = due.map { min($0, instant) } ?? instant
+    }
+
+    /// How long the claimer may wait after a round that began at `now`. A round that began
+    /// at or after the due time has looked (an idle worker claims in every round; a busy
+    /// one is woken by its jobs' side when slots free up), so that due time is spent:
+    /// no second round follows just for it.
+    mutating func wait(afterRoundAt now: ContinuousClock.Instant, pollInterval: Duration) -> Duration {
+        guard let due else { return pollInterval }
+        if due <= now {
+            self.due = nil
+            return pollInterval
         }
+        return min(pollInterval, due - now + Self.slack)
     }
 }
