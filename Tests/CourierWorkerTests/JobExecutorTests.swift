@@ -62,6 +62,72 @@ import Testing
         }.value
         #expect(total == 2_000 * 2_001 / 2)
     }
+
+    /// A job that blocks its thread (a handler doing synchronous I/O) does not hold back a
+    /// job queued behind it: the other thread is woken for it. (A rule that skipped the
+    /// wake-up because a thread was awake would leave the second job waiting here.)
+    @Test func aJobQueuedBehindAJobThatBlocksItsThreadRunsOnTheOtherThread() async {
+        let executor = JobExecutor(threads: 2)
+        defer { executor.stop() }
+        let secondRan = DispatchSemaphore(value: 0)
+        let blockerStarted = DispatchSemaphore(value: 0)
+        let blocker = Task(executorPreference: executor) { () -> Bool in
+            blockerStarted.signal()
+            // Blocks its thread until the second job has run, at most 20 s.
+            return secondRan.wait(timeout: .now() + 20) == .success
+        }
+        blockerStarted.wait()
+        Task(executorPreference: executor) { secondRan.signal() }
+        #expect(await blocker.value, "the job queued behind a blocked thread did not run on the other thread")
+    }
+}
+
+/// ``ExecutorWakes``, one event at a time.
+@Suite struct ExecutorWakesTests {
+    @Test func aBurstOfJobsSignalsEachSleepingThreadOnce() {
+        var wakes = ExecutorWakes()
+        wakes.threadWillWait()
+        wakes.threadWillWait()
+        var signals = 0
+        for _ in 0..<100 where wakes.jobQueued() { signals += 1 }
+        #expect(signals == 2)
+        #expect(wakes.signalsOnTheirWay == 2)
+    }
+
+    @Test func noSignalWhileNoThreadSleeps() {
+        var wakes = ExecutorWakes()
+        let signalled = wakes.jobQueued()
+        #expect(!signalled)
+        #expect(wakes.signalsOnTheirWay == 0)
+    }
+
+    @Test func aThreadThatWokeAndSleptAgainIsSignalledAgain() {
+        var wakes = ExecutorWakes()
+        wakes.threadWillWait()
+        let first = wakes.jobQueued()
+        let second = wakes.jobQueued()
+        #expect(first && !second)
+        wakes.threadWoke()
+        #expect(wakes == ExecutorWakes())
+        wakes.threadWillWait()
+        let afterSleepingAgain = wakes.jobQueued()
+        #expect(afterSleepingAgain)
+    }
+
+    /// A spurious wake-up takes the place of a signal: never fewer signals than sleepers
+    /// need, so no queued job is left with every thread asleep.
+    @Test func aSpuriousWakeUpNeverLeavesASleeperUnsignalled() {
+        var wakes = ExecutorWakes()
+        wakes.threadWillWait()
+        wakes.threadWillWait()
+        let forOneSleeper = wakes.jobQueued()
+        #expect(forOneSleeper)
+        wakes.threadWoke()               // the other wakes spuriously first
+        #expect(wakes.sleeping == 1 && wakes.signalsOnTheirWay == 0)
+        let forTheRemainingSleeper = wakes.jobQueued()
+        #expect(forTheRemainingSleeper)
+        #expect(wakes.signalsOnTheirWay <= wakes.sleeping)
+    }
 }
 
 /// Names of the OS threads a task ran on (as the kernel has them), recorded from synchronous code.
