@@ -248,8 +248,11 @@ public final class Worker: @unchecked Sendable {
             let claimCutoff = state.fence.lastRenewal.map { $0 + state.fence.trustedFor }
             return [state.nextFenceDeadline, claimCutoff].compactMap { $0 }.filter { $0 > now }.min()
         }
-        return next.map { max(.milliseconds(1), min($0 - now, .seconds(1))) } ?? .seconds(1)
+        return next.map { max(.milliseconds(1), min($0 - now, Self.supervisorLongestWait)) } ?? Self.supervisorLongestWait
     }
+
+    /// The longest the supervisor waits before it looks at the lease fence again.
+    static let supervisorLongestWait: Duration = .seconds(1)
 
     /// Stops `services` in reverse order, each finished before the next is stopped.
     private func stop(_ services: [ServiceThread]) {
@@ -401,8 +404,12 @@ extension Worker: JobIntake {
         switch withState({ $0.claimed(jobs, probeGeneration: probeGeneration, provenAt: provenAt, now: clock.instant()) }) {
         case .start(let leases):
             runner.submit(leases)
-            // The supervisor's fence wait may now be due sooner.
-            stateChanged.signal()
+            // The supervisor looks at the fence at least every `supervisorLongestWait`: wake it
+            // only for leases trusted for less than that (not once per claim, which put a
+            // thread wake-up beside every pickup).
+            if withState({ $0.fence.expires(provenAt: provenAt, within: Self.supervisorLongestWait, of: clock.instant()) }) {
+                stateChanged.signal()
+            }
         case .handBack:
             // Shutdown began while the claim ran: back to the queue, no attempt used.
             for job in jobs { completer.append(.handBack(id: job.id, attempt: job.attempt)) }

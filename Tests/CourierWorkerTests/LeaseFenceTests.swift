@@ -37,6 +37,16 @@ import Testing
         #expect(fence.deadline(provenAt: t0) == t0 + .seconds(7))
     }
 
+    /// The worker wakes its supervisor for a claim only when the new leases stop being
+    /// trusted before the supervisor's next look anyway (at most a second away).
+    @Test func onlyLeasesTrustedForLessThanTheWindowExpireWithinIt() {
+        let usual = LeaseFence(lease: .seconds(30))
+        #expect(!usual.expires(provenAt: t0, within: .seconds(1), of: t0))
+        #expect(usual.expires(provenAt: t0, within: .seconds(1), of: t0 + .seconds(23) + .milliseconds(500)))
+        let short = LeaseFence(lease: .milliseconds(900), margin: .milliseconds(200))
+        #expect(short.expires(provenAt: t0, within: .seconds(1), of: t0))
+    }
+
     @Test func theMachineAbortsUnprovenLeasesOnceAndKeepsRenewedOnes() {
         var machine = WorkerStateMachine(concurrency: 4, fence: LeaseFence(lease: .seconds(10)))
         _ = machine.leasesRenewed([], sentAt: t0, now: t0)

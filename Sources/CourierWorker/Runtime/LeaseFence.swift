@@ -53,6 +53,11 @@ public struct LeaseFence: Sendable, Equatable {
         provenAt + trustedFor
     }
 
+    /// Whether a lease proven at `provenAt` stops being trusted within `window` of `now`.
+    public func expires(provenAt: ContinuousClock.Instant, within window: Duration, of now: ContinuousClock.Instant) -> Bool {
+        deadline(provenAt: provenAt) < now + window
+    }
+
     /// Whether a lease proven at `provenAt` must be given up (aborted, or not started) at `now`.
     public func isUntrusted(provenAt: ContinuousClock.Instant, now: ContinuousClock.Instant) -> Bool {
         now >= deadline(provenAt: provenAt)
