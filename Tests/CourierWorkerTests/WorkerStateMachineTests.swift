@@ -24,6 +24,27 @@ import Testing
         #expect(machine.started(Lease(id: 1, attempt: 1)) == .ignore)
     }
 
+    /// The per-destination counts follow claims and finishes; the busiest destination is
+    /// the one holding most (ties: the first in text order); nothing held, none.
+    @Test func theBusiestDestinationFollowsClaimsAndFinishes() {
+        func job(_ id: Int64, _ destination: String) -> ClaimedJob {
+            ClaimedJob(id: id, attempt: 1, destination: destination, method: "GET", url: destination + "/")
+        }
+        let (a, b) = ("http://a.test:80", "http://b.test:80")
+        var machine = WorkerStateMachine(concurrency: 8)
+        #expect(machine.busiestDestination == nil)
+        _ = machine.claimed([job(1, b), job(2, a), job(3, b)])
+        #expect(machine.busiestDestination.map { [$0.destination: $0.count] } == [b: 2])
+        _ = machine.finished(Lease(id: 1, attempt: 1))
+        #expect(machine.busiestDestination.map { [$0.destination: $0.count] } == [a: 1])
+        _ = machine.finished(Lease(id: 1, attempt: 1))   // finished twice: counted once
+        #expect(machine.heldPerDestination == [a: 1, b: 1])
+        _ = machine.finished(Lease(id: 2, attempt: 1))
+        _ = machine.finished(Lease(id: 3, attempt: 1))
+        #expect(machine.busiestDestination == nil)
+        #expect(machine.heldPerDestination.isEmpty)
+    }
+
     @Test func aLaterAttemptOfTheSameJobDoesNotOverwriteTheLiveOne() {
         var machine = WorkerStateMachine(concurrency: 4)
         _ = machine.claimed([job(7, attempt: 1)])

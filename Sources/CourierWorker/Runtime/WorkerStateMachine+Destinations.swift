@@ -2,8 +2,6 @@ extension WorkerStateMachine {
     /// The destination holding the most of the worker's slots, and how many (ties: the
     /// first in text order); nil when the worker holds nothing.
     public var busiestDestination: (destination: String, count: Int)? {
-        var counts: [String: Int] = [:]
-        for entry in jobs.values { counts[entry.job.destination, default: 0] += 1 }
-        return counts.max { $0.value < $1.value || ($0.value == $1.value && $0.key > $1.key) }.map { ($0.key, $0.value) }
+        heldPerDestination.max { $0.value < $1.value || ($0.value == $1.value && $0.key > $1.key) }.map { ($0.key, $0.value) }
     }
 }

@@ -82,6 +82,10 @@ public struct WorkerStateMachine: Sendable {
     public let concurrency: Int
     public private(set) var phase: Phase = .running
     public private(set) var jobs: [Lease: Entry] = [:]
+    /// How many of `jobs` each destination has, kept beside them so the claimer's question
+    /// "which destination holds the most slots" (asked every claim round) walks the
+    /// destinations, not a copy of every held job.
+    public private(set) var heldPerDestination: [String: Int] = [:]
     /// How long aborted jobs get to unwind before the worker flushes without them.
     public let abortGrace: Duration
 
@@ -128,7 +132,10 @@ public struct WorkerStateMachine: Sendable {
         guard isRunning else { return .handBack(leases) }
         if let provenAt, let now, fence.isUntrusted(provenAt: provenAt, now: now) { return .handBack(leases) }
         for (lease, job) in zip(leases, claimed) {
-            jobs[lease] = Entry(job: job, probeGeneration: probeGeneration, provenAt: provenAt)
+            if let replaced = jobs.updateValue(Entry(job: job, probeGeneration: probeGeneration, provenAt: provenAt), forKey: lease) {
+                released(replaced.job.destination)
+            }
+            heldPerDestination[job.destination, default: 0] += 1
         }
         return .start(leases)
     }
@@ -145,7 +152,13 @@ public struct WorkerStateMachine: Sendable {
     /// and `.flush` when that was the last job a shutdown waited for.
     public mutating func finished(_ lease: Lease) -> (entry: Entry?, actions: [Action]) {
         let entry = jobs.removeValue(forKey: lease)
+        if let entry { released(entry.job.destination) }
         return (entry, drainedActions())
+    }
+
+    private mutating func released(_ destination: String) {
+        let left = (heldPerDestination[destination] ?? 0) - 1
+        heldPerDestination[destination] = left > 0 ? left : nil
     }
 
     /// An operator asked to cancel these jobs (read from the database, never from a notification's payload).
