@@ -135,10 +135,10 @@ public final class Worker: @unchecked Sendable {
         ])
         startOrder.forEach { $0.start() }
         // The jobs' group: one task for the worker's life, on the worker's own threads (see
-        // JobExecutor). It is not awaited at the end, so a job that ignores its abort cannot
-        // keep the process from exiting.
-        let executor = JobExecutor()
-        defer { executor.stop() }
+        // JobExecutor) or on the cooperative pool (`WorkerConfiguration.jobThreads`). It is not
+        // awaited at the end, so a job that ignores its abort cannot keep the process from exiting.
+        let executor = configuration.jobThreads == .own ? JobExecutor() : nil
+        defer { executor?.stop() }
         let jobs = Task(executorPreference: executor) { [runner] in
             await runner.run { [weak self] lease in await self?.execute(lease) }
         }
