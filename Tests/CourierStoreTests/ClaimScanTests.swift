@@ -64,6 +64,11 @@ import Testing
         return try buffers(sql, binds, on: db)
     }
 
+    /// One plain claim of the `default` queue by a new worker, from `position` (nil: from the start).
+    func take(_ limit: Int, after position: ClaimPosition? = nil, on db: PostgresConnection) throws -> ClaimBatch {
+        try JobsTable.claim(queue: "default", limit: limit, worker: UUID(), leaseMilliseconds: lease, after: position, on: db)
+    }
+
     func count(_ sql: String, on db: PostgresConnection) throws -> Int {
         try db.query(PostgresQuery(unsafeSQL: sql, binds: [])).rows[0].decode(0, as: Int.self)
     }
@@ -179,8 +184,7 @@ import Testing
         try CourierTestDatabase.with { (_, db) throws in
             try insert(30, dueInSeconds: -60, priorities: 3, on: db)
             try insert(6, dueInSeconds: 3600, priorities: 3, on: db)
-            let batch = try JobsTable.claim(queue: "default", limit: 100, worker: UUID(), leaseMilliseconds: lease,
-                                            after: nil, on: db)
+            let batch = try take(100, on: db)
             #expect(batch.jobs.count == 30)
             #expect(batch.last?.priority == 2)
             #expect(try count("select count(*) from courier.jobs where state = 'available' and run_at <= now()", on: db) == 0)
@@ -193,18 +197,15 @@ import Testing
         try CourierTestDatabase.with { (_, db) throws in
             try insert(4, dueInSeconds: -60, priorities: 2, on: db)
             let past = ClaimPosition(priority: 5, runAtMicroseconds: 0, id: 0)
-            let after = try JobsTable.claim(queue: "default", limit: 10, worker: UUID(), leaseMilliseconds: lease,
-                                            after: past, on: db)
+            let after = try take(10, after: past, on: db)
             #expect(after.jobs.isEmpty)
             _ = try QueueSettingsTable.setPaused(queue: "default", true, on: db)
             for position in [nil, ClaimPosition(priority: 0, runAtMicroseconds: 0, id: 0)] {
-                let paused = try JobsTable.claim(queue: "default", limit: 10, worker: UUID(), leaseMilliseconds: lease,
-                                                 after: position, on: db)
+                let paused = try take(10, after: position, on: db)
                 #expect(paused.jobs.isEmpty)
             }
             _ = try QueueSettingsTable.setPaused(queue: "default", false, on: db)
-            let fromStart = try JobsTable.claim(queue: "default", limit: 10, worker: UUID(), leaseMilliseconds: lease,
-                                                after: nil, on: db)
+            let fromStart = try take(10, on: db)
             #expect(fromStart.jobs.count == 4)
         }
     }
@@ -223,8 +224,7 @@ import Testing
                 update courier.jobs set priority = 1 where destination <> $1
                 """, binds: [blocked]))
             try db.execute(PostgresQuery(unsafeSQL: "select courier.breaker_pause($1::text, 3600000)", binds: [blocked]))
-            let batch = try JobsTable.claim(queue: "default", limit: 10, worker: UUID(), leaseMilliseconds: lease,
-                                            after: nil, on: db)
+            let batch = try take(10, on: db)
             #expect(batch.jobs.count == 3)
             #expect(batch.jobs.allSatisfy { $0.destination != blocked })
         }
