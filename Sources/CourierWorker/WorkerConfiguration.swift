@@ -67,7 +67,7 @@ public struct WorkerConfiguration: Sendable {
         case own
         /// Swift's cooperative pool, for a process the worker has to itself, as `jobworker`
         /// has (its services block only threads of their own). Cheaper per job: on the 2-core
-        /// box the HTTP drain ran 5-13% faster and pickup ~0.05 ms sooner (bench/notes.md).
+        /// box the HTTP drain ran 5-14% faster, pickup p50 0.04-0.13 ms lower (bench/notes.md).
         case cooperativePool
     }
 
