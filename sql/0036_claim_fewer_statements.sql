@@ -15,7 +15,9 @@
 --     for update skip locked))`, the form claim_take already uses (0033): the ids are
 --     found in the index's order and locked as read, then updated through jobs_pkey;
 --   * the next priority is looked up only while the claim is short and a higher priority
---     than the one just taken is still waiting.
+--     than the one just taken is still waiting (as the first statement saw it: a job of a
+--     higher priority committed after that is left to the next claim, as one committed
+--     after the whole claim would be).
 --
 -- Behaviour is 0031's, unchanged: jobs of p_queue in (priority, run_at, id) order, due
 -- ones only, skipping rows other workers hold and destinations held back (row by row);

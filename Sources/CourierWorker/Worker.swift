@@ -401,15 +401,18 @@ extension Worker: JobIntake {
 
     func accept(_ jobs: [ClaimedJob], probeGeneration: Int64?, provenAt: ContinuousClock.Instant) {
         guard !jobs.isEmpty else { return }
-        switch withState({ $0.claimed(jobs, probeGeneration: probeGeneration, provenAt: provenAt, now: clock.instant()) }) {
+        let now = clock.instant()
+        // The supervisor looks at the fence at least every `supervisorLongestWait`: it is woken
+        // only for leases trusted for less than that (not once per claim, which put a thread
+        // wake-up beside every pickup).
+        let (action, wakeSupervisor) = withState { state in
+            (state.claimed(jobs, probeGeneration: probeGeneration, provenAt: provenAt, now: now),
+             state.fence.expires(provenAt: provenAt, within: Self.supervisorLongestWait, of: now))
+        }
+        switch action {
         case .start(let leases):
             runner.submit(leases)
-            // The supervisor looks at the fence at least every `supervisorLongestWait`: wake it
-            // only for leases trusted for less than that (not once per claim, which put a
-            // thread wake-up beside every pickup).
-            if withState({ $0.fence.expires(provenAt: provenAt, within: Self.supervisorLongestWait, of: clock.instant()) }) {
-                stateChanged.signal()
-            }
+            if wakeSupervisor { stateChanged.signal() }
         case .handBack:
             // Shutdown began while the claim ran: back to the queue, no attempt used.
             for job in jobs { completer.append(.handBack(id: job.id, attempt: job.attempt)) }

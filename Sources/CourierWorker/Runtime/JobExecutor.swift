@@ -1,8 +1,9 @@
 import Foundation
 
-/// The threads a worker's jobs run on: the jobs' task group prefers this executor
-/// (`Task(executorPreference:)`), so every job, and every resumption after its request
-/// returns, runs here rather than on the global cooperative pool.
+/// The threads a worker's jobs run on when `WorkerConfiguration.jobThreads` is `.own` (the
+/// Swift API's default; `jobworker` uses the pool): the jobs' task group prefers this
+/// executor (`Task(executorPreference:)`), so every job, and every resumption after its
+/// request returns, runs here rather than on the global cooperative pool.
 ///
 /// Why: the cooperative pool has one thread per core, and whatever else shares the
 /// process may hold them: an application embedding the worker that blocks in them, or a
