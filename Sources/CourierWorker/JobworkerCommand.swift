@@ -168,8 +168,6 @@ extension WorkerConfiguration {
         metricsAddress = command.value("metrics-addr")
         secretsDirectory = command.value("secrets-dir")
         allowPrivateNetworks = command.flag("allow-private-networks")
-        // A jobworker process belongs to its worker: nothing else can hold the pool's threads.
-        jobThreads = .cooperativePool
     }
 }
 

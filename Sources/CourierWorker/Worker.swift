@@ -140,7 +140,7 @@ public final class Worker: @unchecked Sendable {
         let executor = configuration.jobThreads == .own ? JobExecutor() : nil
         defer { executor?.stop() }
         let jobs = Task(executorPreference: executor) { [runner] in
-            await runner.run { [weak self] lease in await self?.execute(lease) }
+            await runner.run(on: executor) { [weak self] lease in await self?.execute(lease) }
         }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             runLock.withLock { stoppedContinuation = continuation }

@@ -56,18 +56,19 @@ public struct WorkerConfiguration: Sendable {
     public var metricsAddress: String?
     /// The scheduler service (periodic jobs of `courier.schedules`); see ``Scheduler/Configuration``.
     public var scheduler = Scheduler.Configuration()
-    /// Where jobs run. Default ``JobThreads/own``; `jobworker` uses ``JobThreads/cooperativePool``.
+    /// Where jobs run. Default ``JobThreads/own`` (`jobworker` too).
     public var jobThreads: JobThreads = .own
 
     /// Where a worker's jobs run (each job, and each resumption after its request returns).
     public enum JobThreads: Sendable, Equatable {
         /// Threads of the worker's own (as many as the cooperative pool has): jobs keep running
         /// while something else in the process blocks the pool's threads, an embedding
-        /// application or a test runner's synchronous tests. The default for the Swift API.
+        /// application or a test runner's synchronous tests. A claim's jobs wake one thread,
+        /// not one per job (``JobExecutor``): per no-op job this costs 17% less worker CPU
+        /// than the pool, and the HTTP drain and pickup are level with it (bench/notes.md).
         case own
-        /// Swift's cooperative pool, for a process the worker has to itself, as `jobworker`
-        /// has (its services block only threads of their own). Cheaper per job: on the 2-core
-        /// box the HTTP drain ran 5-14% faster, pickup p50 0.04-0.13 ms lower (bench/notes.md).
+        /// Swift's cooperative pool. Every job started there may wake a pool thread of its
+        /// own, which the 2-core bench box paid for in context switches (~0.6 per no-op job).
         case cooperativePool
     }
 

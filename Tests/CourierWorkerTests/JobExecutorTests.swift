@@ -82,6 +82,55 @@ import Testing
     }
 }
 
+/// A claim's jobs enter as one batch, and every job of it runs, whatever the threads do.
+extension JobExecutorTests {
+    /// Jobs queued in a batch wake no thread until the batch ends; then all of them run,
+    /// spread over the threads that the first woken one wakes in turn.
+    @Test func aBatchsJobsAllRunOnceItEnds() async {
+        let executor = JobExecutor(threads: 2, name: "courier-jobs-b")
+        defer { executor.stop() }
+        let ran = Counter()
+        let threadNames = ThreadNames()
+        let total = await Task(executorPreference: executor) { () -> Int in
+            await withDiscardingTaskGroup { group in
+                executor.enqueueingBatch {
+                    for _ in 0..<500 {
+                        group.addTask {
+                            threadNames.record()
+                            ran.increment()
+                        }
+                    }
+                }
+            }
+            return ran.value
+        }.value
+        #expect(total == 500)
+        #expect(Set(threadNames.names) == ["courier-jobs-b"])
+    }
+
+    /// A job of a batch that blocks its thread does not hold back the rest of the batch:
+    /// the thread that takes a job while others wait wakes the other thread.
+    @Test func aBatchBehindAJobThatBlocksItsThreadRunsOnTheOtherThread() async {
+        let executor = JobExecutor(threads: 2)
+        defer { executor.stop() }
+        let secondRan = DispatchSemaphore(value: 0)
+        let blocked = await Task(executorPreference: executor) { () -> Bool in
+            await withTaskGroup(of: Bool.self) { group in
+                executor.enqueueingBatch {
+                    // Blocks its thread until the second job has run, at most 20 s.
+                    group.addTask { secondRan.wait(timeout: .now() + 20) == .success }
+                    group.addTask {
+                        secondRan.signal()
+                        return true
+                    }
+                }
+                return await group.allSatisfy { $0 }
+            }
+        }.value
+        #expect(blocked, "the second job of the batch did not run beside the blocked one")
+    }
+}
+
 /// ``ExecutorWakes``, one event at a time.
 @Suite struct ExecutorWakesTests {
     @Test func aBurstOfJobsSignalsEachSleepingThreadOnce() {
@@ -128,6 +177,40 @@ import Testing
         #expect(forTheRemainingSleeper)
         #expect(wakes.signalsOnTheirWay <= wakes.sleeping)
     }
+
+    @Test func aBatchSignalsOnlyAtItsEndAndTakersWakeTheNextSleeper() {
+        var wakes = ExecutorWakes()
+        wakes.threadWillWait()
+        wakes.threadWillWait()
+        var inBatch = 0
+        for _ in 0..<100 where wakes.jobQueued(inBatch: true) { inBatch += 1 }
+        #expect(inBatch == 0 && wakes.signalsOnTheirWay == 0)
+        let atTheEnd = wakes.batchEnded(jobsWaiting: 100)
+        #expect(atTheEnd && wakes.signalsOnTheirWay == 1)
+        wakes.threadWoke()
+        // The woken thread takes a job with 99 left: it wakes the other sleeper.
+        let chained = wakes.jobTaken(jobsLeft: 99)
+        #expect(chained && wakes.signalsOnTheirWay == 1)
+        wakes.threadWoke()
+        // Every thread awake: taking more jobs signals nobody.
+        let noSleeperLeft = wakes.jobTaken(jobsLeft: 98)
+        #expect(!noSleeperLeft && wakes == ExecutorWakes())
+    }
+
+    @Test func nothingIsSignalledForAnEmptyQueue() {
+        var wakes = ExecutorWakes()
+        wakes.threadWillWait()
+        let emptyBatch = wakes.batchEnded(jobsWaiting: 0)
+        let lastJobTaken = wakes.jobTaken(jobsLeft: 0)
+        #expect(!emptyBatch && !lastJobTaken && wakes.signalsOnTheirWay == 0)
+    }
+}
+
+private final class Counter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var count = 0
+    func increment() { lock.withLock { count += 1 } }
+    var value: Int { lock.withLock { count } }
 }
 
 /// Names of the OS threads a task ran on (as the kernel has them), recorded from synchronous code.

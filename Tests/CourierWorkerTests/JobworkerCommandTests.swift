@@ -48,8 +48,8 @@ struct JobworkerCommandTests {
         #expect(defaults.concurrency == d.concurrency && defaults.lease == d.lease && defaults.retention == d.retention)
         #expect(defaults.retryPolicy == d.retryPolicy && defaults.breakerPolicy == d.breakerPolicy)
         #expect(defaults.queues == d.queues && defaults.pollInterval == d.pollInterval && defaults.claimBatch == d.claimBatch)
-        // The Swift API keeps jobs on threads of their own; a jobworker process has the pool to itself.
-        #expect(d.jobThreads == .own && defaults.jobThreads == .cooperativePool)
+        // Jobs run on the worker's own threads, in the Swift API and in jobworker alike.
+        #expect(d.jobThreads == .own && defaults.jobThreads == .own)
         let arguments = JobworkerCommand.spec.arguments
         func spec(_ name: String) throws -> ArgumentSpec { try #require(arguments.first { $0.long == name }) }
         #expect(try spec("backoff").allowedValues == BackoffPolicy.Strategy.allCases.map(\.rawValue))

@@ -12,9 +12,12 @@ import Foundation
 /// brings threads of its own, as many as the pool has by default.
 ///
 /// FIFO, one lock and one condition; which enqueue wakes a sleeping thread is
-/// ``ExecutorWakes``' decision. After `stop()` the threads finish what is queued and
-/// exit, and anything enqueued later (a job that ignored its abort, resumed once its
-/// request ended) runs on the global executor, so no task is ever stranded.
+/// ``ExecutorWakes``' decision. A claim's jobs enter as one batch (`enqueueingBatch`):
+/// one thread is woken for all of them and the woken threads wake each other while jobs
+/// wait, where a wake-up per job had the threads switching in and out once per no-op job.
+/// After `stop()` the threads finish what is queued and exit, and anything enqueued later
+/// (a job that ignored its abort, resumed once its request ended) runs on the global
+/// executor, so no task is ever stranded.
 final class JobExecutor: TaskExecutor, @unchecked Sendable {
     private let condition = NSCondition()
     private var queue: [UnownedJob] = []
@@ -34,6 +37,7 @@ final class JobExecutor: TaskExecutor, @unchecked Sendable {
     }
 
     func enqueue(_ job: consuming ExecutorJob) {
+        let inBatch = isBatchingOnThisThread
         condition.lock()
         if stopped {
             condition.unlock()
@@ -41,7 +45,39 @@ final class JobExecutor: TaskExecutor, @unchecked Sendable {
             return
         }
         queue.append(UnownedJob(job))
-        let wake = wakes.jobQueued()
+        let wake = wakes.jobQueued(inBatch: inBatch)
+        condition.unlock()
+        if wake { condition.signal() }
+    }
+
+    /// Runs `body`, in which whatever this thread enqueues here wakes no thread; at its end
+    /// one sleeping thread is woken if jobs wait (and the threads that take them wake the
+    /// rest, see ``ExecutorWakes``). For code that queues many tasks at once and then returns
+    /// to its executor, as the jobs' task group does with a claim: never run a job in it.
+    func enqueueingBatch<T>(_ body: () throws -> T) rethrows -> T {
+        let outer = pthread_getspecific(Self.batchingKey)
+        pthread_setspecific(Self.batchingKey, identity)
+        defer {
+            pthread_setspecific(Self.batchingKey, outer)
+            if outer != identity { batchEnded() }
+        }
+        return try body()
+    }
+
+    /// The executor `enqueueingBatch` runs for on each thread, if any.
+    private static let batchingKey: pthread_key_t = {
+        var key = pthread_key_t()
+        precondition(pthread_key_create(&key, nil) == 0, "no thread-specific key left")
+        return key
+    }()
+
+    private var identity: UnsafeMutableRawPointer { Unmanaged.passUnretained(self).toOpaque() }
+
+    private var isBatchingOnThisThread: Bool { pthread_getspecific(Self.batchingKey) == identity }
+
+    private func batchEnded() {
+        condition.lock()
+        let wake = wakes.batchEnded(jobsWaiting: queue.count - head)
         condition.unlock()
         if wake { condition.signal() }
     }
@@ -61,17 +97,21 @@ final class JobExecutor: TaskExecutor, @unchecked Sendable {
     }
 
     /// The oldest queued job; waits while there is none; nil once stopped and drained.
+    /// Wakes one more thread when jobs are left behind it (see ``ExecutorWakes``).
     private func next() -> UnownedJob? {
         condition.lock()
-        defer { condition.unlock() }
         while head == queue.count {
-            if stopped { return nil }
+            if stopped {
+                condition.unlock()
+                return nil
+            }
             wakes.threadWillWait()
             condition.wait()
             wakes.threadWoke()
         }
         let job = queue[head]
         head += 1
+        let wakeAnother = wakes.jobTaken(jobsLeft: queue.count - head)
         if head == queue.count {
             queue.removeAll(keepingCapacity: true)
             head = 0
@@ -79,31 +119,50 @@ final class JobExecutor: TaskExecutor, @unchecked Sendable {
             queue.removeFirst(head)
             head = 0
         }
+        condition.unlock()
+        if wakeAnother { condition.signal() }
         return job
     }
 }
 
-/// When an enqueue on ``JobExecutor`` signals a sleeping thread: only when a sleeping
+/// When ``JobExecutor`` signals a sleeping thread: only when jobs wait and a sleeping
 /// thread is left that no signal is on its way to yet. Signalling on every enqueue while
-/// any thread slept (as before) woke the same sleeper again and again while its first
-/// wake-up was still under way: a claim of 100 jobs sent up to 100 signals for at most
-/// the executor's thread count of sleepers.
+/// any thread slept woke the same sleeper again and again while its first wake-up was
+/// still under way: a claim of 100 jobs sent up to 100 signals for at most the executor's
+/// thread count of sleepers.
 ///
-/// Safe with jobs that block their thread: an enqueue never counts on a thread that is
-/// awake (it may be stuck in a job); it is skipped only when every sleeping thread is
-/// already being woken, and each of those looks at the queue before it sleeps again.
-/// Counted under the executor's lock.
+/// The moments that may signal:
+/// - a job queued from outside a batch (a claim's jobs from elsewhere, a job resumed by the
+///   transport's thread);
+/// - a batch's end, with jobs waiting (the jobs' group queues a claim's jobs as one batch);
+/// - a thread taking a job while more wait, so threads woken for a batch wake the next
+///   one in turn, only as long as there is work for it.
+///
+/// Safe with jobs that block their thread: a job queued outside a batch never counts on a
+/// thread that is awake (it may be stuck in a job); it is skipped only when every sleeping
+/// thread is already being woken, and each of those looks at the queue before it sleeps
+/// again. A batch runs no job, so its thread returns to the queue right after it. Counted
+/// under the executor's lock.
 struct ExecutorWakes: Sendable, Equatable {
     /// Threads waiting on the condition.
     private(set) var sleeping = 0
     /// Signals sent that no thread has woken from yet.
     private(set) var signalsOnTheirWay = 0
 
-    /// A job was queued: true when the caller should signal one sleeping thread.
-    mutating func jobQueued() -> Bool {
-        guard sleeping > signalsOnTheirWay else { return false }
-        signalsOnTheirWay += 1
-        return true
+    /// A job was queued: true when the caller should signal one sleeping thread. Never
+    /// inside a batch (see ``batchEnded(jobsWaiting:)``).
+    mutating func jobQueued(inBatch: Bool = false) -> Bool {
+        inBatch ? false : signalIfASleeperIsLeft()
+    }
+
+    /// A batch of enqueues ended with `jobsWaiting` jobs in the queue.
+    mutating func batchEnded(jobsWaiting: Int) -> Bool {
+        jobsWaiting > 0 ? signalIfASleeperIsLeft() : false
+    }
+
+    /// A thread took a job and `jobsLeft` still wait.
+    mutating func jobTaken(jobsLeft: Int) -> Bool {
+        jobsLeft > 0 ? signalIfASleeperIsLeft() : false
     }
 
     /// A thread found the queue empty and is about to wait.
@@ -114,5 +173,11 @@ struct ExecutorWakes: Sendable, Equatable {
     mutating func threadWoke() {
         sleeping -= 1
         if signalsOnTheirWay > 0 { signalsOnTheirWay -= 1 }
+    }
+
+    private mutating func signalIfASleeperIsLeft() -> Bool {
+        guard sleeping > signalsOnTheirWay else { return false }
+        signalsOnTheirWay += 1
+        return true
     }
 }

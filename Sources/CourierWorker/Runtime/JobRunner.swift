@@ -31,17 +31,28 @@ final class JobRunner: Sendable {
     /// No more jobs will be submitted; `run` returns once the running ones are done.
     func finish() { continuation.finish() }
 
-    /// Runs every submitted job with `execute` until `finish` and the last job ends.
-    func run(_ execute: @escaping @Sendable (Lease) async -> Void) async {
+    /// Runs every submitted job with `execute` until `finish` and the last job ends. With
+    /// `executor` (the executor the caller's task prefers), each claim's jobs enter it as one
+    /// batch (see ``JobExecutor/enqueueingBatch(_:)``).
+    func run(on executor: JobExecutor? = nil, _ execute: @escaping @Sendable (Lease) async -> Void) async {
         await withDiscardingTaskGroup { group in
             for await leases in stream {
-                for lease in leases {
-                    group.addTask { [cancellations] in
-                        withUnsafeCurrentTask { task in cancellations.started(lease, task: task) }
-                        await execute(lease)
-                        cancellations.ended(lease)
-                    }
+                if let executor {
+                    executor.enqueueingBatch { add(leases, to: &group, execute) }
+                } else {
+                    add(leases, to: &group, execute)
                 }
+            }
+        }
+    }
+
+    private func add(_ leases: [Lease], to group: inout DiscardingTaskGroup,
+                     _ execute: @escaping @Sendable (Lease) async -> Void) {
+        for lease in leases {
+            group.addTask { [cancellations] in
+                withUnsafeCurrentTask { task in cancellations.started(lease, task: task) }
+                await execute(lease)
+                cancellations.ended(lease)
             }
         }
     }
