@@ -55,7 +55,7 @@ extension Worker {
             classification = missing
         }
         let elapsed = clock.instant() - began
-        let ended = withState { $0.jobs[lease] } ?? entry
+        let ended = withState { $0.marks(of: lease) } ?? WorkerStateMachine.Marks(entry)
         // A job aborted by the lease fence is recorded like one aborted at shutdown (the
         // request may have been sent); the write is fenced, so it lands only if the lease
         // is still this worker's when the database answers again.

@@ -63,6 +63,20 @@ import Testing
         #expect(machine.cancelRequested(ids: [99]).isEmpty)
     }
 
+    /// A job's marks follow what happened to it while it ran, as its entry has them.
+    @Test func marksFollowCancellationAndProbe() {
+        var machine = WorkerStateMachine(concurrency: 4)
+        _ = machine.claimed([job(1)])
+        _ = machine.claimed([job(2)], probeGeneration: 7)
+        let plain = Lease(id: 1, attempt: 1), probe = Lease(id: 2, attempt: 1)
+        #expect(machine.marks(of: plain) == .init(cancelledByOperator: false, abortedByShutdown: false, abortedByFence: false))
+        _ = machine.cancelRequested(ids: [1])
+        #expect(machine.marks(of: plain)?.cancelledByOperator == true)
+        #expect(machine.marks(of: probe)?.probeGeneration == 7 && machine.marks(of: probe)?.cancelledByOperator == false)
+        _ = machine.finished(plain)
+        #expect(machine.marks(of: plain) == nil)
+    }
+
     @Test func shutdownWithNothingHeldFlushesAtOnce() {
         var machine = WorkerStateMachine(concurrency: 2)
         #expect(machine.shutdownRequested(now: t0, grace: .seconds(5)) == [.stopClaiming, .flush])

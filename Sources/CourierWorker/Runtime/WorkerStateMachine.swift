@@ -142,10 +142,39 @@ public struct WorkerStateMachine: Sendable {
 
     /// A job's task is about to run it.
     public mutating func started(_ lease: Lease) -> StartAction {
-        guard let entry = jobs[lease] else { return .ignore }
-        guard isRunning, !entry.abortedByFence else { return .handBack }
-        jobs[lease]?.started = true
+        // Through the index: reading `jobs[lease]` would copy the entry's whole job.
+        guard let index = jobs.index(forKey: lease) else { return .ignore }
+        guard isRunning, !jobs.values[index].abortedByFence else { return .handBack }
+        jobs.values[index].started = true
         return .run
+    }
+
+    /// What happened to a held job while it ran, read without copying its job.
+    public func marks(of lease: Lease) -> Marks? {
+        guard let index = jobs.index(forKey: lease) else { return nil }
+        return Marks(jobs.values[index])
+    }
+
+    /// An entry's marks: whether it was cancelled or aborted, and its probe.
+    public struct Marks: Sendable, Equatable {
+        public var cancelledByOperator: Bool
+        public var abortedByShutdown: Bool
+        public var abortedByFence: Bool
+        public var probeGeneration: Int64?
+
+        public init(cancelledByOperator: Bool, abortedByShutdown: Bool, abortedByFence: Bool, probeGeneration: Int64? = nil) {
+            self.cancelledByOperator = cancelledByOperator
+            self.abortedByShutdown = abortedByShutdown
+            self.abortedByFence = abortedByFence
+            self.probeGeneration = probeGeneration
+        }
+
+        public init(_ entry: borrowing Entry) {
+            cancelledByOperator = entry.cancelledByOperator
+            abortedByShutdown = entry.abortedByShutdown
+            abortedByFence = entry.abortedByFence
+            probeGeneration = entry.probeGeneration
+        }
     }
 
     /// A job's task finished (its result is queued). Returns the entry as it ended,
