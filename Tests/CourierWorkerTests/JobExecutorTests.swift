@@ -197,6 +197,21 @@ extension JobExecutorTests {
         #expect(!noSleeperLeft && wakes == ExecutorWakes())
     }
 
+    /// A batch that ended on an executor thread leaves it one job: a claim of one job wakes
+    /// nobody, a claim of two wakes one sleeper.
+    @Test func aBatchEndingOnAnExecutorThreadLeavesItOneJob() {
+        var wakes = ExecutorWakes()
+        wakes.threadWillWait()
+        let forOneJob = wakes.batchEnded(jobsWaiting: 1, callerTakesOne: true)
+        #expect(!forOneJob && wakes.signalsOnTheirWay == 0)
+        let forTwoJobs = wakes.batchEnded(jobsWaiting: 2, callerTakesOne: true)
+        #expect(forTwoJobs && wakes.signalsOnTheirWay == 1)
+        var fromElsewhere = ExecutorWakes()
+        fromElsewhere.threadWillWait()
+        let oneJobFromElsewhere = fromElsewhere.batchEnded(jobsWaiting: 1)
+        #expect(oneJobFromElsewhere)
+    }
+
     @Test func nothingIsSignalledForAnEmptyQueue() {
         var wakes = ExecutorWakes()
         wakes.threadWillWait()

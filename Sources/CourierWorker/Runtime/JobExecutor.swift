@@ -30,6 +30,7 @@ final class JobExecutor: TaskExecutor, @unchecked Sendable {
         for _ in 0..<max(1, threads) {
             let thread = Thread { [self] in
                 ServiceThread.nameCurrentThread(name)
+                pthread_setspecific(Self.ownThreadKey, identity)
                 runLoop()
             }
             thread.start()
@@ -51,9 +52,10 @@ final class JobExecutor: TaskExecutor, @unchecked Sendable {
     }
 
     /// Runs `body`, in which whatever this thread enqueues here wakes no thread; at its end
-    /// one sleeping thread is woken if jobs wait (and the threads that take them wake the
-    /// rest, see ``ExecutorWakes``). For code that queues many tasks at once and then returns
-    /// to its executor, as the jobs' task group does with a claim: never run a job in it.
+    /// one sleeping thread is woken if jobs wait that this thread will not take itself (and
+    /// the threads that take them wake the rest, see ``ExecutorWakes``). For code that queues
+    /// many tasks at once and then returns to its executor, as the jobs' task group does with
+    /// a claim: never run a job in it.
     func enqueueingBatch<T>(_ body: () throws -> T) rethrows -> T {
         let outer = pthread_getspecific(Self.batchingKey)
         pthread_setspecific(Self.batchingKey, identity)
@@ -65,19 +67,25 @@ final class JobExecutor: TaskExecutor, @unchecked Sendable {
     }
 
     /// The executor `enqueueingBatch` runs for on each thread, if any.
-    private static let batchingKey: pthread_key_t = {
+    private static let batchingKey = makeThreadKey()
+    /// The executor whose thread this is, if any.
+    private static let ownThreadKey = makeThreadKey()
+
+    private static func makeThreadKey() -> pthread_key_t {
         var key = pthread_key_t()
         precondition(pthread_key_create(&key, nil) == 0, "no thread-specific key left")
         return key
-    }()
+    }
 
     private var identity: UnsafeMutableRawPointer { Unmanaged.passUnretained(self).toOpaque() }
 
     private var isBatchingOnThisThread: Bool { pthread_getspecific(Self.batchingKey) == identity }
 
     private func batchEnded() {
+        // A batch ended on one of these threads: it goes back to the queue next and takes a job itself.
+        let callerTakesOne = pthread_getspecific(Self.ownThreadKey) == identity
         condition.lock()
-        let wake = wakes.batchEnded(jobsWaiting: queue.count - head)
+        let wake = wakes.batchEnded(jobsWaiting: queue.count - head, callerTakesOne: callerTakesOne)
         condition.unlock()
         if wake { condition.signal() }
     }
@@ -134,7 +142,8 @@ final class JobExecutor: TaskExecutor, @unchecked Sendable {
 /// The moments that may signal:
 /// - a job queued from outside a batch (a claim's jobs from elsewhere, a job resumed by the
 ///   transport's thread);
-/// - a batch's end, with jobs waiting (the jobs' group queues a claim's jobs as one batch);
+/// - a batch's end, with jobs waiting beyond the one its own thread takes next (the jobs'
+///   group queues a claim's jobs as one batch);
 /// - a thread taking a job while more wait, so threads woken for a batch wake the next
 ///   one in turn, only as long as there is work for it.
 ///
@@ -155,9 +164,10 @@ struct ExecutorWakes: Sendable, Equatable {
         inBatch ? false : signalIfASleeperIsLeft()
     }
 
-    /// A batch of enqueues ended with `jobsWaiting` jobs in the queue.
-    mutating func batchEnded(jobsWaiting: Int) -> Bool {
-        jobsWaiting > 0 ? signalIfASleeperIsLeft() : false
+    /// A batch of enqueues ended with `jobsWaiting` jobs in the queue; `callerTakesOne`
+    /// when it ended on one of the executor's threads, which takes the next job itself.
+    mutating func batchEnded(jobsWaiting: Int, callerTakesOne: Bool = false) -> Bool {
+        jobsWaiting > (callerTakesOne ? 1 : 0) ? signalIfASleeperIsLeft() : false
     }
 
     /// A thread took a job and `jobsLeft` still wait.
