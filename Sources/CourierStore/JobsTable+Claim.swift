@@ -91,11 +91,8 @@ extension JobsTable {
     /// per 0.87 ms of execution) and followed whatever statistics the last ANALYZE left.
     /// Here the claimed rows get their destination's signing secret, and their position.
     static func claimStatement(position: String) -> String {
-        """
-        select \(ClaimedJob.columns), j.priority, (extract(epoch from j.run_at) * 1000000)::bigint
-        from courier.claim($1, $2::int, $3, $4::int, \(position)) j
-        left join courier.destinations sd on sd.destination = j.destination
-        """
+        ClaimedJob.claimStatement(claimed: "select * from courier.claim($1, $2::int, $3, $4::int, \(position))",
+                                  extraColumns: ", j.priority, (extract(epoch from j.run_at) * 1000000)::bigint")
     }
 }
 

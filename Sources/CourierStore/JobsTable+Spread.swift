@@ -23,11 +23,10 @@ extension JobsTable {
     /// The spread claim: $1 queue, $2 limit, $3 per destination, $4 worker id, $5 lease in
     /// milliseconds, $6 cursor destination (null: from the first), $7 destinations to skip,
     /// $8 most destinations to look at. Keeps the function's order.
-    public static let claimSpreadSQL = """
-        with j as (select *, row_number() over () as visit_order
-                   from courier.claim_spread($1::text, $2::int, $3::int, $4::uuid, $5::int, $6::text, $7::text[], $8::int))
-        select \(ClaimedJob.columns)
-        from j left join courier.destinations sd on sd.destination = j.destination
-        order by j.visit_order
-        """
+    public static let claimSpreadSQL = ClaimedJob.claimStatement(
+        claimed: """
+            select *, row_number() over () as visit_order
+            from courier.claim_spread($1::text, $2::int, $3::int, $4::uuid, $5::int, $6::text, $7::text[], $8::int)
+            """,
+        orderBy: "\norder by j.visit_order")
 }

@@ -15,11 +15,8 @@ extension JobsTable {
     }
 
     /// The gated claim: $1 queue, $2 limit, $3 worker id, $4 lease in milliseconds.
-    public static let claimGatedSQL = """
-        with j as (select * from courier.claim_gated($1::text, $2::int, $3::uuid, $4::int))
-        select \(ClaimedJob.columns)
-        from j left join courier.destinations sd on sd.destination = j.destination
-        """
+    public static let claimGatedSQL = ClaimedJob.claimStatement(
+        claimed: "select * from courier.claim_gated($1::text, $2::int, $3::uuid, $4::int)")
 
     /// One bounded pass of `courier.traffic_maintain`: holds, releases, gates and ungates at
     /// most `batch` jobs. Returns how many moved (`batch`: more may wait, call again), or

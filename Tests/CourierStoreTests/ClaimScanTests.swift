@@ -349,6 +349,26 @@ import Testing
     /// Migration 0033. The spread claim takes a destination's due jobs one priority at a time:
     /// before, its take walked every job of the destination scheduled ahead whenever fewer
     /// than its limit were due (866 buffers here before 0033; 3,275 with 200k ahead).
+    /// A claim reads the destinations rows of the jobs it claimed, not the whole table: with
+    /// 20,000 destinations a one-job claim touched every page of courier.destinations when
+    /// it was a plain join (a hash of the table on every claim), ~380 more buffers than with none.
+    @Test func aClaimReadsOnlyTheDestinationsOfTheJobsItClaims() throws {
+        try CourierTestDatabase.with { (_, db) throws in
+            try insert(1, dueInSeconds: -60, on: db)
+            let alone = try claimBuffers(limit: 1, on: db)
+            try db.execute(PostgresQuery(unsafeSQL: """
+                insert into courier.destinations (destination, signing_secret)
+                select 'https://d' || g || '.test:443', 'secret-' || g from generate_series(1, 20000) g
+                union all select 'http://plain.test:80', 'plain-secret'
+                """, binds: []))
+            try db.execute("analyze courier.destinations")
+            let among20k = try claimBuffers(limit: 1, on: db)
+            #expect(among20k - alone < 40, "a one-job claim read \(among20k) buffers among 20,000 destinations, \(alone) with none")
+            let claimed = try take(1, on: db).jobs
+            #expect(claimed.map(\.destinationSigningSecret) == ["plain-secret"])
+        }
+    }
+
     @Test func aSpreadClaimTouchesNoneOfADestinations50kJobsScheduledAhead() throws {
         try CourierTestDatabase.with { (_, db) throws in
             try insert(50_000, destination: "http://later.test:80", dueInSeconds: 86_400, priorities: 3, on: db)
