@@ -159,7 +159,7 @@ struct ExecutorWakes: Sendable, Equatable {
     private(set) var signalsOnTheirWay = 0
 
     /// A job was queued: true when the caller should signal one sleeping thread. Never
-    /// inside a batch (see ``batchEnded(jobsWaiting:)``).
+    /// inside a batch (see ``batchEnded(jobsWaiting:callerTakesOne:)``).
     mutating func jobQueued(inBatch: Bool = false) -> Bool {
         inBatch ? false : signalIfASleeperIsLeft()
     }
