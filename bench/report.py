@@ -298,10 +298,11 @@ for (procs, qms, batch), rs in sorted(pgq_drain.items()):
 w("")
 w("### Raw-SQL limit: pgbench running Courier's own claim and ack statements")
 w("")
+pgbench_batch = next((r.get("batch") for r in courier if r["bench"] == "pgbench"), 100)
 w("The script is generated at run time from `JobsTable.claimSQL` and `JobsTable.completeSQL` "
-  "(`bench/results/courier_claim_complete.sql`): the claim of 100 (as the worker's default claim batch) wrapped in a CTE "
+  f"(`bench/results/courier_claim_complete.sql`): the claim of {pgbench_batch} (`PGB_BATCH`, the worker's default claim batch) wrapped in a CTE "
   "that `\\gset`s the ids and attempts as arrays, then the acknowledgement binding them; each its own autocommit "
-  "transaction (2 commits per 100 jobs, as the worker). `pgbench -n -M prepared -c C -j min(C,2) -T T`, table refilled "
+  f"transaction (2 commits per {pgbench_batch} jobs, as the worker). `pgbench -n -M prepared -c C -j min(C,2) -T T`, table refilled "
   "(VACUUM ANALYZE, CHECKPOINT) before every run; jobs/s = rows removed / T. The peers' minimal-schema script "
   "(`batch100_2tx`, their `run_pgbench.sh`) ran in the same run for reference.")
 w("")

@@ -47,8 +47,11 @@ public struct WorkerConfiguration: Sendable {
     public var secretsDirectory: String?
     /// Largest response body prefix kept, in bytes. Default 64 KiB.
     public var maxResponseBytes = 65_536
-    /// Most jobs claimed in one statement. Default 100.
-    public var claimBatch = 100
+    /// Most jobs claimed in one statement. Default 200: when many slots are free at once (a
+    /// worker with a high `--concurrency` draining short jobs) a claim of 200 cost PostgreSQL 10%
+    /// less per job than two of 100 (no-op drain, 2 workers: 66.6k against 58.6k jobs/s). A busy
+    /// worker still claims once 50 slots are free (``ClaimTrigger/threshold``).
+    public var claimBatch = 200
     /// Most acknowledgements written in one statement, and how long to wait to fill a batch.
     public var ackBatch = 500
     public var ackFlushInterval: Duration = .milliseconds(2)

@@ -9,6 +9,10 @@ import Testing
     @Test func theThresholdIsHalfABatchCappedByTheConcurrency() {
         #expect(trigger.threshold == 50)
         #expect(ClaimTrigger(claimBatch: 100, concurrency: 10).threshold == 5)
+        // A large batch: claimed whole when that many slots are free, but a busy worker claims at 50.
+        let large = ClaimTrigger(claimBatch: 200, concurrency: 1024)
+        #expect(large.fullBatch == 200 && large.threshold == ClaimTrigger.busyThresholdLimit)
+        #expect(ClaimTrigger(claimBatch: 200, concurrency: 60).threshold == 30)
         #expect(ClaimTrigger(claimBatch: 100, concurrency: 1).threshold == 1)
         #expect(ClaimTrigger(claimBatch: 1, concurrency: 64).threshold == 1)
     }

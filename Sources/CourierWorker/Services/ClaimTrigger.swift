@@ -4,7 +4,7 @@
 /// worker waits until enough slots are free for a worthwhile batch; an idle worker
 /// claims at once, so pickup stays fast. The jobs' side asks `wakeAfterFinish` when a
 /// job ends, and wakes the claimer's thread only when that crossing happened (about
-/// once per half batch), not once per job: on a small machine a thread wake-up per
+/// once per threshold's worth of jobs), not once per job: on a small machine a thread wake-up per
 /// job costs more than the job.
 struct ClaimTrigger: Sendable, Equatable {
     /// The most jobs one claim takes: the claim batch, at most the concurrency.
@@ -19,8 +19,15 @@ struct ClaimTrigger: Sendable, Equatable {
         self.linger = linger
     }
 
-    /// While busy, a claim waits for this many free slots: half a full batch (at least 1).
-    var threshold: Int { max(1, fullBatch / 2) }
+    /// While busy, a claim waits for this many free slots: half a full batch, at most
+    /// ``busyThresholdLimit``, at least 1. A large batch pays off when many slots are free at
+    /// once; a busy worker that waited for half of it would leave that many slots empty
+    /// between claims, which slow jobs (the usual webhook) would pay for in throughput.
+    var threshold: Int { max(1, min(fullBatch / 2, Self.busyThresholdLimit)) }
+
+    /// The most free slots a busy worker waits for before it claims. 50 amortizes a claim
+    /// statement's fixed cost well (it costs about as much for one job as for fifty).
+    static let busyThresholdLimit = 50
 
     /// What the claimer should do now.
     enum Decision: Sendable, Equatable {
