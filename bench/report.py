@@ -306,7 +306,7 @@ w("The script is generated at run time from `JobsTable.claimSQL` and `JobsTable.
   "(VACUUM ANALYZE, CHECKPOINT) before every run; jobs/s = rows removed / T. The peers' minimal-schema script "
   "(`batch100_2tx`, their `run_pgbench.sh`) ran in the same run for reference.")
 w("")
-w("| script | clients | jobs/s | latency per 100-job script (ms) |")
+w(f"| script | clients | jobs/s | latency per script (ms; Courier {pgbench_batch} jobs, the peers 100) |")
 w("|---|---|---|---|")
 for (clients,), rs in sorted(pgbench_rows.items()):
     w(f"| Courier claimSQL + completeSQL | {clients} | {cell([r['jobs_per_s'] for r in rs])} | "
