@@ -30,7 +30,7 @@ public struct PostgresRow: Sendable {
     }
 
     // The decoders are inlinable so that callers get them specialized for their types: the
-    // claim decodes 22 columns of up to 100 rows a round, and the generic versions looked up
+    // claim decodes 22 columns of up to 200 rows a round, and the generic versions looked up
     // `Optional<T>`'s metadata at run time for every value.
 
     /// Decodes a non-NULL value. Throws `.decoding` naming the column for NULL,
