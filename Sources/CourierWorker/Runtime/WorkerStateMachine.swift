@@ -161,20 +161,6 @@ public struct WorkerStateMachine: Sendable {
         public var abortedByShutdown: Bool
         public var abortedByFence: Bool
         public var probeGeneration: Int64?
-
-        public init(cancelledByOperator: Bool, abortedByShutdown: Bool, abortedByFence: Bool, probeGeneration: Int64? = nil) {
-            self.cancelledByOperator = cancelledByOperator
-            self.abortedByShutdown = abortedByShutdown
-            self.abortedByFence = abortedByFence
-            self.probeGeneration = probeGeneration
-        }
-
-        public init(_ entry: borrowing Entry) {
-            cancelledByOperator = entry.cancelledByOperator
-            abortedByShutdown = entry.abortedByShutdown
-            abortedByFence = entry.abortedByFence
-            probeGeneration = entry.probeGeneration
-        }
     }
 
     /// A job's task finished (its result is queued). Returns the entry as it ended,
@@ -275,5 +261,13 @@ public struct WorkerStateMachine: Sendable {
         case .draining(let deadline), .aborting(let deadline): deadline
         default: nil
         }
+    }
+}
+
+extension WorkerStateMachine.Marks {
+    /// The marks of `entry` (in an extension, so the memberwise initializer stays too).
+    public init(_ entry: borrowing WorkerStateMachine.Entry) {
+        self.init(cancelledByOperator: entry.cancelledByOperator, abortedByShutdown: entry.abortedByShutdown,
+                  abortedByFence: entry.abortedByFence, probeGeneration: entry.probeGeneration)
     }
 }
