@@ -47,6 +47,8 @@ extension Migration {
         Migration(version: 35, name: "0035_keeper_batches_walk_destination_index.sql",
                   bytes: PackageResources._035_keeper_batches_walk_destination_index_sql),
         Migration(version: 36, name: "0036_claim_fewer_statements.sql", bytes: PackageResources._036_claim_fewer_statements_sql),
+        Migration(version: 37, name: "0037_claim_looks_for_priorities_from_one_end.sql",
+                  bytes: PackageResources._037_claim_looks_for_priorities_from_one_end_sql),
     ]
 
     init(version: Int, name: String, bytes: [UInt8]) {

@@ -444,4 +444,47 @@ import Testing
             try holder.release()
         }
     }
+
+    /// Migration 0037. Until they are vacuumed, the entries of jobs claimed since lie at the
+    /// head of the queue's range, and a claim from the start steps over them. It does so once:
+    /// the highest waiting priority is read from the tail, the lowest only below it. 0036 read
+    /// both from their ends, so an empty queue's poll walked them twice, and so did the claim of
+    /// a job enqueued behind them (once to find its priority, once to take it).
+    @Test func aClaimFromTheStartWalksTheDeadEntriesOfClaimedJobsOnce() throws {
+        try CourierTestDatabase.with { (database, db) throws in
+            try insert(20_000, dueInSeconds: -60, on: db)
+            try db.simpleQuery("vacuum analyze courier.jobs")
+            // Keeps the claimed jobs' versions from being pruned or vacuumed, as a burst not yet
+            // vacuumed or a long transaction elsewhere would.
+            let holder = try SnapshotHolder(url: database.url)
+            let worker = UUID()
+            var position: ClaimPosition?
+            while true {
+                let batch = try JobsTable.claim(queue: "default", limit: 1_000, worker: worker, leaseMilliseconds: lease,
+                                                after: position, on: db)
+                guard !batch.jobs.isEmpty else { break }
+                try JobsTable.complete(batch.jobs.map { .init(id: $0.id, attempt: $0.attempt, status: 200, durationMilliseconds: 1) },
+                                       worker: worker, archive: false, on: db)
+                position = batch.last
+            }
+            // One walk over the dead entries: the lookup of the highest waiting priority of an empty queue.
+            let walkSQL = """
+                select c.priority from courier.jobs c
+                where c.queue = 'default' and c.state = 'available' and c.held_since is null and not c.gated
+                order by c.queue desc, c.priority desc limit 1
+                """
+            let indexWalk = PostgresQuery(unsafeSQL: "set local enable_seqscan = off")
+            _ = try explainBuffers(walkSQL, [], prelude: indexWalk, on: db)
+            let walk = try explainBuffers(walkSQL, [], prelude: indexWalk, on: db)
+            #expect(walk > 300, "the dead entries should take a walk of hundreds of pages (\(walk) buffers)")
+
+            let emptyPoll = try claimBuffers(limit: 1, on: db)
+            try insert(1, dueInSeconds: -1, on: db)
+            let oneJob = try claimBuffers(limit: 1, on: db)
+            #expect(emptyPoll < walk * 3 / 2, "an empty queue's claim read \(emptyPoll) buffers, one walk is \(walk)")
+            #expect(oneJob < walk * 3 / 2, "the claim of one job behind the dead entries read \(oneJob) buffers, one walk is \(walk)")
+            #expect(try take(10, on: db).jobs.count == 1)
+            try holder.release()
+        }
+    }
 }
