@@ -69,6 +69,16 @@ import Testing
         try JobsTable.claim(queue: "default", limit: limit, worker: UUID(), leaseMilliseconds: lease, after: position, on: db)
     }
 
+    /// One plain claim of the `default` queue by `worker` from `position`, its jobs then completed
+    /// without the archive: their entries in the claim's index are dead from then on.
+    func claimAndComplete(_ limit: Int, after position: ClaimPosition?, worker: UUID, on db: PostgresConnection) throws -> ClaimBatch {
+        let batch = try JobsTable.claim(queue: "default", limit: limit, worker: worker, leaseMilliseconds: lease,
+                                        after: position, on: db)
+        try JobsTable.complete(batch.jobs.map { .init(id: $0.id, attempt: $0.attempt, status: 200, durationMilliseconds: 1) },
+                               worker: worker, archive: false, on: db)
+        return batch
+    }
+
     func count(_ sql: String, on db: PostgresConnection) throws -> Int {
         try db.query(PostgresQuery(unsafeSQL: sql, binds: [])).rows[0].decode(0, as: Int.self)
     }
@@ -429,11 +439,7 @@ import Testing
             let worker = UUID()
             var position: ClaimPosition?
             for _ in 0..<200 {
-                let batch = try JobsTable.claim(queue: "default", limit: 100, worker: worker, leaseMilliseconds: lease,
-                                                after: position, on: db)
-                try JobsTable.complete(batch.jobs.map { .init(id: $0.id, attempt: $0.attempt, status: 200, durationMilliseconds: 1) },
-                                       worker: worker, archive: false, on: db)
-                position = batch.last
+                position = try claimAndComplete(100, after: position, worker: worker, on: db).last
             }
             try db.simpleQuery("vacuum courier.jobs")
             // One job each, so the pages walked to reach it dominate (about 100 index and 600 heap pages).
@@ -459,13 +465,8 @@ import Testing
             let holder = try SnapshotHolder(url: database.url)
             let worker = UUID()
             var position: ClaimPosition?
-            while true {
-                let batch = try JobsTable.claim(queue: "default", limit: 1_000, worker: worker, leaseMilliseconds: lease,
-                                                after: position, on: db)
-                guard !batch.jobs.isEmpty else { break }
-                try JobsTable.complete(batch.jobs.map { .init(id: $0.id, attempt: $0.attempt, status: 200, durationMilliseconds: 1) },
-                                       worker: worker, archive: false, on: db)
-                position = batch.last
+            while let last = try claimAndComplete(1_000, after: position, worker: worker, on: db).last {
+                position = last
             }
             // One walk over the dead entries: the lookup of the highest waiting priority of an empty queue.
             let walkSQL = """
