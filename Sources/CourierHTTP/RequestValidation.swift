@@ -28,6 +28,9 @@ enum RequestValidation {
 
     /// Only `http://` and `https://` URLs are allowed (case-insensitive).
     static func schemeRefusal(_ url: String) -> String? {
+        // Every request passes here: the usual URL is accepted from its bytes, without the
+        // Character walk and the lowercased copy the refusals below need for their messages.
+        if startsWithHTTPScheme(url) { return nil }
         guard let colon = url.firstIndex(of: ":") else {
             return "url has no scheme; only http and https are allowed"
         }
@@ -41,6 +44,23 @@ enum RequestValidation {
             return "url is malformed: expected \(scheme)://"
         }
         return nil
+    }
+
+    /// Whether `url` begins with `http://` or `https://` in any case, followed by an ASCII byte
+    /// or nothing (a non-ASCII byte could be a combining mark that joins the last "/" into
+    /// another Character, which ``schemeRefusal(_:)`` refuses).
+    static func startsWithHTTPScheme(_ url: String) -> Bool {
+        var bytes = url.utf8.makeIterator()
+        for expected in "http".utf8 {
+            guard let byte = bytes.next(), byte | 0x20 == expected else { return false }
+        }
+        var next = bytes.next()
+        if let byte = next, byte | 0x20 == UInt8(ascii: "s") { next = bytes.next() }
+        for expected in "://".utf8 {
+            guard next == expected else { return false }
+            next = bytes.next()
+        }
+        return next.map { $0 < 0x80 } ?? true
     }
 
     /// RFC 9110 token: one or more visible ASCII characters other than delimiters.

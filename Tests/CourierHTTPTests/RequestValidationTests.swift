@@ -29,6 +29,26 @@ struct RequestValidationTests {
         #expect(RequestValidation.refusal(for: request) == "header name is not a valid HTTP token")
     }
 
+    /// The scheme rule as it reads, on Characters: the first ":" ends the scheme, which is http
+    /// or https in any case, and "://" follows.
+    static func schemeRuleAccepts(_ url: String) -> Bool {
+        guard let colon = url.firstIndex(of: ":") else { return false }
+        let scheme = url[..<colon].lowercased()
+        return (scheme == "http" || scheme == "https") && url[colon...].hasPrefix("://")
+    }
+
+    /// The byte-level fast path accepts only what the rule accepts, and with it the check
+    /// accepts exactly what the rule does (non-ASCII after "//" is left to the rule).
+    @Test(arguments: ["http://a.example/", "HTTPS://a.example", "hTtP://", "https://", "http:/a", "http//a", "httpx://a",
+                      "https:", "http", "h", "", "ftp://x", "file:///etc/passwd", "javascript:alert(1)", " http://a",
+                      "http://\u{301}x", "http:\u{301}//x", "https://\u{E9}.example/", "\u{FF48}ttp://a", "http://a:80/p:q",
+                      "HTTP://A/", "https:///", "http:///x"])
+    func theSchemeFastPathAgreesWithTheRule(url: String) {
+        let rule = Self.schemeRuleAccepts(url)
+        if RequestValidation.startsWithHTTPScheme(url) { #expect(rule, "the fast path accepted \(url.debugDescription)") }
+        #expect((RequestValidation.schemeRefusal(url) == nil) == rule, "\(url.debugDescription)")
+    }
+
     @Test func nonPositiveTimeoutsAreRefusedByName() {
         #expect(RequestValidation.refusal(for: HTTPRequest(url: "http://e.com/", timeout: .zero)) == "timeout must be greater than zero")
         #expect(RequestValidation.refusal(for: HTTPRequest(url: "http://e.com/", connectTimeout: .milliseconds(-1)))
