@@ -3,23 +3,27 @@ public enum PostgresArrayLiteral {
     /// Formats elements as an array literal. Every non-NULL element is double-quoted
     /// with `\` and `"` backslash-escaped, so commas, braces, spaces and the word NULL
     /// stay data; `nil` becomes an unquoted `NULL`.
+    /// Built as UTF-8 bytes (the acknowledgements format four arrays per batch): a `\` or `"`
+    /// byte is always that ASCII character, never part of a multi-byte sequence.
     public static func format(_ elements: [String?]) -> String {
-        var out = "{"
+        let quote = UInt8(ascii: "\""), backslash = UInt8(ascii: "\\")
+        var out: [UInt8] = [UInt8(ascii: "{")]
+        out.reserveCapacity(2 + elements.count * 8)
         for (index, element) in elements.enumerated() {
-            if index > 0 { out += "," }
+            if index > 0 { out.append(UInt8(ascii: ",")) }
             guard let element else {
-                out += "NULL"
+                out.append(contentsOf: "NULL".utf8)
                 continue
             }
-            out += "\""
-            for character in element.unicodeScalars {
-                if character == "\\" || character == "\"" { out.unicodeScalars.append("\\") }
-                out.unicodeScalars.append(character)
+            out.append(quote)
+            for byte in element.utf8 {
+                if byte == backslash || byte == quote { out.append(backslash) }
+                out.append(byte)
             }
-            out += "\""
+            out.append(quote)
         }
-        out += "}"
-        return out
+        out.append(UInt8(ascii: "}"))
+        return String(decoding: out, as: UTF8.self)
     }
 
     /// Parses PostgreSQL's array output. An unquoted `NULL` (any case) is `nil`.
