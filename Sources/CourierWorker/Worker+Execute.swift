@@ -8,17 +8,16 @@ extension Worker {
 
     /// Runs one job in the jobs' task group and queues the write of its result.
     func execute(_ lease: Lease) async {
-        let (held, start) = withState { state in (state.jobs[lease], state.started(lease)) }
-        guard let entry = held else { return }
-        var job = entry.job
-        job.isProbe = entry.probeGeneration != nil
-        switch start {
+        let start = withState { $0.starting(lease) }
+        guard var job = start.job, let marksAtStart = start.marks else { return }
+        job.isProbe = marksAtStart.probeGeneration != nil
+        switch start.action {
         case .ignore:
             return
         case .handBack:
             // Shutdown began before the job started: back to the queue without using an attempt.
             acknowledge(.handBack(id: job.id, attempt: job.attempt))
-            if let generation = entry.probeGeneration {
+            if let generation = marksAtStart.probeGeneration {
                 acknowledge(.probeAbandon(destination: job.destination, generation: generation))
             }
             finish(lease)
@@ -34,7 +33,7 @@ extension Worker {
                                             mayHaveBeenDelivered: false, retryable: false)
             acknowledge(.deadLetter(.init(id: job.id, attempt: job.attempt, reason: .deadline,
                                           errorJSON: nil, lastClass: nil, lastStatus: nil)))
-            if let generation = entry.probeGeneration {
+            if let generation = marksAtStart.probeGeneration {
                 // Nothing was sent: the probe says nothing about the destination.
                 acknowledge(.probeAbandon(destination: job.destination, generation: generation))
             }
@@ -55,7 +54,7 @@ extension Worker {
             classification = missing
         }
         let elapsed = clock.instant() - began
-        let ended = withState { $0.marks(of: lease) } ?? WorkerStateMachine.Marks(entry)
+        let ended = withState { $0.marks(of: lease) } ?? marksAtStart
         // A job aborted by the lease fence is recorded like one aborted at shutdown (the
         // request may have been sent); the write is fenced, so it lands only if the lease
         // is still this worker's when the database answers again.

@@ -24,6 +24,29 @@ import Testing
         #expect(machine.started(Lease(id: 1, attempt: 1)) == .ignore)
     }
 
+    /// Starting hands the task its job and the entry's marks (a probe's generation, a cancel
+    /// asked before the start); a shutdown hands them back with `.handBack`; a lease no longer
+    /// held gives nothing.
+    @Test func startingGivesTheJobAndItsMarks() {
+        var machine = WorkerStateMachine(concurrency: 4)
+        _ = machine.claimed([job(1)])
+        _ = machine.claimed([job(2)], probeGeneration: 7)
+        _ = machine.cancelRequested(ids: [1])
+        let first = machine.starting(Lease(id: 1, attempt: 1))
+        #expect(first.action == .run)
+        #expect(first.job?.id == 1)
+        #expect(first.marks == WorkerStateMachine.Marks(cancelledByOperator: true, abortedByShutdown: false,
+                                                        abortedByFence: false, probeGeneration: nil))
+        _ = machine.shutdownRequested(now: t0, grace: .seconds(5))
+        let probe = machine.starting(Lease(id: 2, attempt: 1))
+        #expect(probe.action == .handBack)
+        #expect(probe.job?.id == 2)
+        #expect(probe.marks?.probeGeneration == 7)
+        #expect(machine.jobs[Lease(id: 2, attempt: 1)]?.started == false)
+        let gone = machine.starting(Lease(id: 3, attempt: 1))
+        #expect(gone.action == .ignore && gone.job == nil && gone.marks == nil)
+    }
+
     /// The per-destination counts follow claims and finishes; the busiest destination is
     /// the one holding most (ties: the first in text order); nothing held, none.
     @Test func theBusiestDestinationFollowsClaimsAndFinishes() {

@@ -141,12 +141,25 @@ public struct WorkerStateMachine: Sendable {
     }
 
     /// A job's task is about to run it.
-    public mutating func started(_ lease: Lease) -> StartAction {
-        // Through the index: reading `jobs[lease]` would copy the entry's whole job.
-        guard let index = jobs.index(forKey: lease) else { return .ignore }
-        guard isRunning, !jobs.values[index].abortedByFence else { return .handBack }
+    public mutating func started(_ lease: Lease) -> StartAction { starting(lease).action }
+
+    /// What a job's task that starts now does, with the job it runs and the entry's marks
+    /// as they stand (nil when the lease is not held): one look-up, and no copy of the
+    /// whole entry.
+    public mutating func starting(_ lease: Lease) -> Start {
+        guard let index = jobs.index(forKey: lease) else { return Start(action: .ignore, job: nil, marks: nil) }
+        let marks = Marks(jobs.values[index])
+        let job = jobs.values[index].job
+        guard isRunning, !marks.abortedByFence else { return Start(action: .handBack, job: job, marks: marks) }
         jobs.values[index].started = true
-        return .run
+        return Start(action: .run, job: job, marks: marks)
+    }
+
+    /// See ``starting(_:)``.
+    public struct Start: Sendable {
+        public var action: StartAction
+        public var job: ClaimedJob?
+        public var marks: Marks?
     }
 
     /// What happened to a held job while it ran, read without copying its job.
