@@ -356,9 +356,6 @@ import Testing
         }
     }
 
-    /// Migration 0033. The spread claim takes a destination's due jobs one priority at a time:
-    /// before, its take walked every job of the destination scheduled ahead whenever fewer
-    /// than its limit were due (866 buffers here before 0033; 3,275 with 200k ahead).
     /// A claim reads the destinations rows of the jobs it claimed, not the whole table: with
     /// 20,000 destinations a one-job claim touched every page of courier.destinations when
     /// it was a plain join (a hash of the table on every claim), ~380 more buffers than with none.
@@ -379,6 +376,9 @@ import Testing
         }
     }
 
+    /// Migration 0033. The spread claim takes a destination's due jobs one priority at a time:
+    /// before, its take walked every job of the destination scheduled ahead whenever fewer
+    /// than its limit were due (866 buffers here before 0033; 3,275 with 200k ahead).
     @Test func aSpreadClaimTouchesNoneOfADestinations50kJobsScheduledAhead() throws {
         try CourierTestDatabase.with { (_, db) throws in
             try insert(50_000, destination: "http://later.test:80", dueInSeconds: 86_400, priorities: 3, on: db)
