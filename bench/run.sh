@@ -27,7 +27,7 @@
 #   TRAFFIC_JOBS [50000]  TRAFFIC_DESTINATIONS [100]  TRAFFIC_WAITING [10000]   traffic: claim cost
 #   FAIR_BACKLOG [200000]  FAIR_N [100]  FAIR_INTERVAL_MS [100]   fair: a trickle's pickup behind a backlog
 #   ENQ_LINES [100000]  ENQ_SQL_CALLS [10000]   enqueue: NDJSON lines; courier.enqueue calls
-#   PGB_CLIENTS ["1,2,4"]  PGB_T [5]  PGB_FILL [600000]  PGB_BATCH [200: the worker's default claim batch]
+#   PGB_CLIENTS ["1,2,4"]  PGB_T [5]  PGB_FILL [600000]  PGB_BATCH [the worker's default --claim-batch]
 #                            raw-SQL limit (pgbench) clients, seconds, rows, jobs per claim
 #   PEERS_PGB_REPS [1]       reps of the peers' minimal-schema pgbench (each refills 1.5M rows)
 #   SOAK_MINUTES [30]  SOAK_RATE [auto]  SOAK_WORKERS [2]  SOAK_CONC [256]  SOAK_RETENTION [2m]  SOAK_SAMPLE [60]
@@ -79,7 +79,7 @@ PGQ_HTTP_CONFIGS="${PGQ_HTTP_CONFIGS:-2 100 1000}"
 LAT_N="${LAT_N:-500}"; LAT_INTERVAL_MS="${LAT_INTERVAL_MS:-20}"
 MEM_CONC="${MEM_CONC:-256}"; MEM_DELAY="${MEM_DELAY:-10}"
 ENQ_LINES="${ENQ_LINES:-100000}"; ENQ_SQL_CALLS="${ENQ_SQL_CALLS:-10000}"
-PGB_CLIENTS="${PGB_CLIENTS:-1,2,4}"; PGB_T="${PGB_T:-5}"; PGB_FILL="${PGB_FILL:-600000}"; PGB_BATCH="${PGB_BATCH:-200}"
+PGB_CLIENTS="${PGB_CLIENTS:-1,2,4}"; PGB_T="${PGB_T:-5}"; PGB_FILL="${PGB_FILL:-600000}"
 SOAK_MINUTES="${SOAK_MINUTES:-30}"; SOAK_RATE="${SOAK_RATE:-auto}"; SOAK_WORKERS="${SOAK_WORKERS:-2}"; SOAK_CONC="${SOAK_CONC:-256}"
 SOAK_RETENTION="${SOAK_RETENTION:-2m}"; SOAK_SAMPLE="${SOAK_SAMPLE:-60}"
 BACKLOG_RUNNABLE="${BACKLOG_RUNNABLE:-1000000}"; BACKLOG_WAITING="${BACKLOG_WAITING:-9000000}"; BACKLOG_HELD_SHARE="${BACKLOG_HELD_SHARE:-0.5}"
@@ -121,6 +121,11 @@ swift build -c release -j 2 --product jobworker >/dev/null
 swift build -c release -j 2 --product jobctl >/dev/null
 swift build -c release -j 2 --product courier-bench >/dev/null
 BIN="$(swift build -c release --show-bin-path)"
+# The claim batch pgbench uses: the worker's own default, read from its help (one source).
+if [ -z "${PGB_BATCH:-}" ]; then
+  PGB_BATCH="$("$BIN/jobworker" --help | sed -n 's/.*(default: \([0-9][0-9]*\); env: COURIER_CLAIM_BATCH).*/\1/p')"
+  [ -n "$PGB_BATCH" ] || { echo "could not read --claim-batch's default from jobworker --help" >&2; exit 1; }
+fi
 BASE_BIN=""
 if [ -n "${BASELINE:-}" ]; then
   base_tree="${BASELINE_DIR:-/tmp/courier-bench-baseline}"
