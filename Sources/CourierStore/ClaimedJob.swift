@@ -73,34 +73,31 @@ public struct ClaimedJob: Sendable, Equatable {
     }
 
     /// A claim's statement around `claimed`, a statement whose rows are claimed
-    /// `courier.jobs` rows (plus any columns `extraColumns` names through `j`): the rows with
-    /// their destinations' policies (`sd`), read at claim time. The destinations are looked
-    /// up through their primary key, once per distinct destination claimed: a plain join was
-    /// planned as a hash join over the whole of `courier.destinations` on every claim, 1 ms
-    /// for a one-job claim with 10,000 destinations (EXPLAIN ANALYZE, bench/notes.md).
+    /// `courier.jobs` rows (plus any columns `extraColumns` names through `j`), with each
+    /// row's destination's signing secret read at claim time (see ``columns``).
     static func claimStatement(claimed: String, extraColumns: String = "", orderBy: String = "") -> String {
         """
-        with j as (\(claimed)),
-        sd as (select d.destination, d.signing_secret from courier.destinations d
-               where d.destination = any(array(select distinct j.destination from j)))
         select \(columns)\(extraColumns)
-        from j left join sd on sd.destination = j.destination\(orderBy)
+        from (\(claimed)) j\(orderBy)
         """
     }
 
-    /// The RETURNING list of a claim; `sd` is the destinations row (``claimStatement(claimed:extraColumns:orderBy:)``,
-    /// ``destinationPolicyJoin``).
+    /// The columns of a claimed job, read from the claimed row `j`. The destination's default
+    /// signing secret is looked up per row through `courier.destinations`' primary key (a
+    /// destination without a row has none). Why per row, not a join: a claim is
+    /// initialized anew on every call, and the join's plan (the distinct destinations, a
+    /// bitmap scan of them, a hash join) cost more to set up than the lookups of a usual
+    /// claim, one job on pickup, tens when busy. A perf profile of the claiming backend
+    /// had 15% of its time in that setup; per-row lookups took pickup p50 from 1.14 to
+    /// 1.07 ms and left the HTTP drain level (bench/notes.md, session 15). A plain join was
+    /// worse again: planned as a hash join over the whole of `courier.destinations`, 1 ms
+    /// for a one-job claim with 10,000 destinations.
     static let columns = """
         j.id, j.kind, j.queue, j.attempt, j.max_attempts, j.deadline, j.destination, j.method, j.url, j.headers::text,
         j.body, j.timeout_ms, j.expect_content_type, j.idempotency_key, j.args::text, j.last_delay_ms,
-        j.cancel_requested_at is not null, j.created_at, j.signing_secret, sd.signing_secret
+        j.cancel_requested_at is not null, j.created_at, j.signing_secret,
+        (select d.signing_secret from courier.destinations d where d.destination = j.destination)
         """
-
-    /// The FROM list of a claim: the picked rows (`picked`, with `id` and `destination`) and
-    /// their destinations' policies (`sd`), read at claim time. A join, not a subquery in
-    /// RETURNING: that ran as a subplan per claimed row, several µs each in EXPLAIN ANALYZE
-    /// over 100k rows, against under one for the join.
-    static let destinationPolicyJoin = "picked left join courier.destinations sd on sd.destination = picked.destination"
 
     init(row: PostgresRow) throws {
         self.init(

@@ -305,7 +305,7 @@ extension JobsTable {
                                   leaseMilliseconds: Int, on connection: PostgresConnection) throws -> ClaimedJob? {
         let sql = """
             with picked as (
-                select c.id, c.destination from courier.jobs c
+                select c.id from courier.jobs c
                 where c.state = 'available' and c.destination = $1 and c.queue = any($2) and c.run_at <= now()
                   and exists (select 1 from courier.breakers b
                               where b.destination = $1 and b.state = 'half_open' and b.probe_owner = $3 and b.generation = $5)
@@ -317,7 +317,7 @@ extension JobsTable {
             update courier.jobs j
             set state = 'running', attempt = j.attempt + 1, leased_by = $3,
                 lease_expires_at = now() + $4 * interval '1 millisecond', attempted_at = now()
-            from \(ClaimedJob.destinationPolicyJoin) where j.id = picked.id
+            from picked where j.id = picked.id
             returning \(ClaimedJob.columns)
             """
         return try connection.query(PostgresQuery(unsafeSQL: sql, binds: [destination, queues, worker, leaseMilliseconds, generation]))

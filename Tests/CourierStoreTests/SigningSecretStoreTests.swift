@@ -117,6 +117,34 @@ import Testing
         }
     }
 
+    /// The claims look each job's destination default up by the job's own destination: one
+    /// claim of jobs for three destinations (two with a default, one without) gives each job
+    /// its own, through the plain claim and the spread claim alike.
+    @Test func aClaimOfManyDestinationsGivesEachJobItsOwnDestinationsDefault() throws {
+        try CourierTestDatabase.with { (_, db) throws in
+            let worker = UUID()
+            _ = try DestinationsTable.merge(.init(destination: "https://a.example.com", signingSecret: "A"), on: db)
+            _ = try DestinationsTable.merge(.init(destination: "https://b.example.com", signingSecret: "B"), on: db)
+            for host in ["a", "b", "c", "a", "c", "b"] {
+                _ = try JobsTable.enqueue(EnqueueRequest(url: "https://\(host).example.com/hook"), on: db)
+            }
+            func secrets(_ jobs: [ClaimedJob]) -> [String: Set<String?>] {
+                Dictionary(grouping: jobs, by: \.destination).mapValues { Set($0.map(\.destinationSigningSecret)) }
+            }
+            let expected: [String: Set<String?>] = [
+                "https://a.example.com:443": ["A"], "https://b.example.com:443": ["B"], "https://c.example.com:443": [nil],
+            ]
+            let plain = try JobsTable.claim(queue: "default", limit: 10, worker: worker, leaseMilliseconds: 30_000, on: db)
+            #expect(plain.count == 6)
+            #expect(secrets(plain) == expected)
+            try JobsTable.handBack(ids: plain.map(\.id), attempts: plain.map(\.attempt), worker: worker, on: db)
+            let spread = try JobsTable.claimSpread(queue: "default", limit: 10, perDestination: 2, after: nil, excluding: [],
+                                                   visit: 16, worker: worker, leaseMilliseconds: 30_000, on: db)
+            #expect(spread.count == 6)
+            #expect(secrets(spread) == expected)
+        }
+    }
+
     @Test func theNameTravelsToDeadLettersTheArchiveAndReplays() throws {
         try CourierTestDatabase.with { (_, db) throws in
             let worker = UUID()
