@@ -1,3 +1,5 @@
+import Foundation
+
 /// One result row: the values in PostgreSQL's text format (`nil` = NULL).
 public struct PostgresRow: Sendable {
     /// The values in column order.
@@ -102,19 +104,27 @@ public struct PostgresRow: Sendable {
     }
 }
 
-/// Column names and a name lookup, shared by all rows of one result.
-final class PostgresColumnIndex: Sendable {
+/// Column names and a name lookup, shared by all rows of one result. The lookup table is
+/// built on the first lookup by name: most statements (the claim, the acknowledgements)
+/// decode by position, and building it for every result cost them a dictionary each.
+final class PostgresColumnIndex: @unchecked Sendable {
     let names: [String]
-    private let positions: [String: Int]
+    private let lock = NSLock()
+    private var positions: [String: Int]?
 
     init(names: [String]) {
         self.names = names
-        var positions: [String: Int] = [:]
-        for (index, name) in names.enumerated() where positions[name] == nil { positions[name] = index }
-        self.positions = positions
     }
 
-    func index(of name: String) -> Int? { positions[name] }
+    func index(of name: String) -> Int? {
+        lock.withLock {
+            if let positions { return positions[name] }
+            var built: [String: Int] = [:]
+            for (index, name) in names.enumerated() where built[name] == nil { built[name] = index }
+            positions = built
+            return built[name]
+        }
+    }
 }
 
 /// The outcome of one statement.

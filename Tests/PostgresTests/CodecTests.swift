@@ -55,6 +55,10 @@ import Testing
         #expect((-Double.infinity).postgresText == "-Infinity")
         #expect(Double.nan.postgresText == "NaN")
         #expect(UUID(uuidString: "E621E1F8-C36C-495A-93FC-0C247A3E6E5F")!.postgresText == "e621e1f8-c36c-495a-93fc-0c247a3e6e5f")
+        // The byte-wise form agrees with Foundation's, extremes and random ids alike.
+        let ids = [UUID(uuidString: "00000000-0000-0000-0000-000000000000")!, UUID(uuidString: "FFFFFFFF-FFFF-FFFF-FFFF-FFFFFFFFFFFF")!]
+            + (0..<200).map { _ in UUID() }
+        for id in ids { #expect(id.postgresText == id.uuidString.lowercased()) }
         #expect(Data([0x00, 0xab, 0xff]).postgresText == "\\x00abff")
         #expect(([0x0a, 0x0b] as [UInt8]).postgresText == "\\x0a0b")
         #expect(type(of: ([1] as [UInt8]) as any PostgresEncodable).postgresTypeOID == PostgresTypeOID.bytea)
