@@ -1,7 +1,7 @@
 import Foundation
 
 /// The threads a worker's jobs run on when `WorkerConfiguration.jobThreads` is `.own` (the
-/// Swift API's default; `jobworker` uses the pool): the jobs' task group prefers this
+/// default, and `jobworker`'s): the jobs' task group prefers this
 /// executor (`Task(executorPreference:)`), so every job, and every resumption after its
 /// request returns, runs here rather than on the global cooperative pool.
 ///
