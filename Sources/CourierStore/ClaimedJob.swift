@@ -83,20 +83,23 @@ public struct ClaimedJob: Sendable, Equatable {
     }
 
     /// The columns of a claimed job, read from the claimed row `j`. The destination's default
-    /// signing secret is looked up per row through `courier.destinations`' primary key (a
-    /// destination without a row has none). Why per row, not a join: a claim is
-    /// initialized anew on every call, and the join's plan (the distinct destinations, a
-    /// bitmap scan of them, a hash join) cost more to set up than the lookups of a usual
-    /// claim, one job on pickup, tens when busy. A perf profile of the claiming backend
-    /// had 15% of its time in that setup; per-row lookups took pickup p50 from 1.14 to
-    /// 1.07 ms and left the HTTP drain level (bench/notes.md, session 15). A plain join was
-    /// worse again: planned as a hash join over the whole of `courier.destinations`, 1 ms
-    /// for a one-job claim with 10,000 destinations.
+    /// signing secret is looked up per row through `courier.destinations`' primary key
+    /// (``SigningSecretChoice/destinationDefaultSQL(for:)``, as `jobctl` shows it; a
+    /// destination without a row has none).
+    ///
+    /// Why per row, not a join: a claim's plan is set up anew on every call, and the join's
+    /// (the distinct destinations, a bitmap scan of them, a hash join) cost more to set up
+    /// than the lookups of a usual claim: one job on pickup, tens when busy. It took 15% of
+    /// the claiming backend's time in a pickup profile; with per-row lookups pickup p50 went
+    /// 1.14 → 1.07 ms and the HTTP drain stayed level (bench/notes.md, "Pickup against
+    /// 08fec26, split into schema and worker"). A plain join was worse again: planned as a
+    /// hash join over the whole of `courier.destinations`, 1 ms for a one-job claim with
+    /// 10,000 destinations.
     static let columns = """
         j.id, j.kind, j.queue, j.attempt, j.max_attempts, j.deadline, j.destination, j.method, j.url, j.headers::text,
         j.body, j.timeout_ms, j.expect_content_type, j.idempotency_key, j.args::text, j.last_delay_ms,
         j.cancel_requested_at is not null, j.created_at, j.signing_secret,
-        (select d.signing_secret from courier.destinations d where d.destination = j.destination)
+        \(SigningSecretChoice.destinationDefaultSQL(for: "j.destination"))
         """
 
     init(row: PostgresRow) throws {
