@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Postgres
 
 /// Random (version 4) UUIDs as lower-case text, for the idempotency keys of a bulk
 /// load. Random bytes are read from the kernel 4 KiB at a time instead of once per
@@ -15,24 +16,16 @@ struct RandomUUIDs {
     /// `0b6f3c1e-7d2a-4f5b-9c8d-2e1f0a9b8c7d`.
     mutating func withNext<Result>(_ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
         if used + 16 > pool.count { refill() }
-        let hex: StaticString = "0123456789abcdef"
-        var text: (UInt64, UInt64, UInt64, UInt64, UInt32) = (0, 0, 0, 0, 0)   // 36 bytes
-        let start = used
+        var raw: (UInt64, UInt64) = (0, 0)
+        withUnsafeMutableBytes(of: &raw) { bytes in
+            for index in 0..<16 { bytes[index] = pool[used + index] }
+            bytes[6] = bytes[6] & 0x0F | 0x40   // version 4
+            bytes[8] = bytes[8] & 0x3F | 0x80   // RFC 4122 variant
+        }
         used += 16
+        var text: (UInt64, UInt64, UInt64, UInt64, UInt32) = (0, 0, 0, 0, 0)   // 36 bytes
         return withUnsafeMutableBytes(of: &text) { out in
-            var position = 0
-            for index in 0..<16 {
-                var byte = pool[start + index]
-                if index == 6 { byte = byte & 0x0F | 0x40 }   // version 4
-                if index == 8 { byte = byte & 0x3F | 0x80 }   // RFC 4122 variant
-                if index == 4 || index == 6 || index == 8 || index == 10 {
-                    out[position] = UInt8(ascii: "-")
-                    position += 1
-                }
-                out[position] = hex.utf8Start[Int(byte >> 4)]
-                out[position + 1] = hex.utf8Start[Int(byte & 0x0F)]
-                position += 2
-            }
+            withUnsafeBytes(of: raw) { UUIDText.write($0, into: out) }
             return body(UnsafeBufferPointer(out.bindMemory(to: UInt8.self)))
         }
     }

@@ -86,23 +86,12 @@ extension Date: PostgresEncodable {
 }
 
 extension UUID: PostgresEncodable {
-    /// The canonical lowercase form, written from the bytes: every claim and acknowledgement
-    /// binds the worker's id, and `uuidString` formats each byte with `snprintf`.
+    /// The canonical lowercase form, written from the bytes (``UUIDText``): every claim and
+    /// acknowledgement binds the worker's id, and `uuidString` formats each byte with `snprintf`.
     public var postgresText: String? {
-        let digits: StaticString = "0123456789abcdef"
-        return withUnsafeBytes(of: uuid) { bytes in
-            String(unsafeUninitializedCapacity: 36) { out in
-                var at = 0
-                for (index, byte) in bytes.enumerated() {
-                    if index == 4 || index == 6 || index == 8 || index == 10 {
-                        out[at] = UInt8(ascii: "-")
-                        at += 1
-                    }
-                    out[at] = digits.utf8Start[Int(byte >> 4)]
-                    out[at + 1] = digits.utf8Start[Int(byte & 0x0f)]
-                    at += 2
-                }
-                return at
+        withUnsafeBytes(of: uuid) { bytes in
+            String(unsafeUninitializedCapacity: UUIDText.length) { out in
+                UUIDText.write(bytes, into: UnsafeMutableRawBufferPointer(out))
             }
         }
     }
