@@ -12,7 +12,8 @@
 #
 #   BASE_BIN=/tmp/courier-pre11/.build/release bench/pickup-split.sh
 #
-# Knobs: REPS [3]  LAT_N [1000]  PG_PORT [25490]  RUN_DIR [/tmp/courier-pickup-split]  HEAD_BIN [release build]
+# Knobs: REPS [3]  LAT_N [1000]  SIDES ["A B C"]  PG_PORT [25490]  RUN_DIR [/tmp/courier-pickup-split]
+#        HEAD_BIN [release build]
 # Needs the release build of this tree (jobctl, jobworker, courier-bench).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -32,7 +33,7 @@ psql -qAtX -d courier_split_head -c "$BASE_ON_HEAD_SQL"
 psql -qAtX -c "drop database if exists courier_split_base with (force)" -c "create database courier_split_base"
 "$BASE_BIN/jobctl" migrate --database-url "dbname=courier_split_base" > "$RUN_DIR/work/base-migrate.log"
 for rep in $(seq 1 "$REPS"); do
-  for side in A B C; do
+  for side in ${SIDES:-A B C}; do
     case $side in
       A) dir=$BASE_BIN; db=courier_split_base;;
       B) dir=$BASE_BIN; db=courier_split_head;;
@@ -45,7 +46,8 @@ done
 python3 - "$RUN_DIR" <<'PY'
 import json, sys, statistics as st
 for side, what in (("A", "older worker, its own schema"), ("B", "older worker, this schema"), ("C", "this worker, this schema")):
-    rs = [json.loads(line) for line in open(f"{sys.argv[1]}/{side}.jsonl") if '"latency"' in line]
+    try: rs = [json.loads(line) for line in open(f"{sys.argv[1]}/{side}.jsonl") if '"latency"' in line]
+    except FileNotFoundError: continue
     p50 = [r["from_commit"]["p50_ms"] for r in rs]; p99 = [r["from_commit"]["p99_ms"] for r in rs]
     print(f"{side} {what:30} p50 {st.median(p50):.3f} ms  p99 {st.median(p99):.3f} ms  runs {list(zip(p50, p99))}")
 PY
