@@ -4,7 +4,7 @@ with claimed as (
 select j.id, j.kind, j.queue, j.attempt, j.max_attempts, j.deadline, j.destination, j.method, j.url, j.headers::text,
 j.body, j.timeout_ms, j.expect_content_type, j.idempotency_key, j.args::text, j.last_delay_ms,
 j.cancel_requested_at is not null, j.created_at, j.signing_secret,
-(select d.signing_secret from courier.destinations d where d.destination = j.destination), j.priority, (extract(epoch from j.run_at) * 1000000)::bigint
+(select sd.signing_secret from courier.destinations sd where sd.destination = j.destination), j.priority, (extract(epoch from j.run_at) * 1000000)::bigint
 from (select * from courier.claim(:queue, :batch::int, :wid, :lease::int, null, null, null)) j
 )
 select coalesce(array_agg(id), '{}') as ids, coalesce(array_agg(attempt), '{}') as attempts,
