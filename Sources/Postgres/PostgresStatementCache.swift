@@ -12,15 +12,23 @@ struct PostgresStatementCache {
     var count: Int { entries.count }
 
     static func key(sql: String, types: [UInt32]) -> String {
-        sql + "\u{1}" + types.map(String.init).joined(separator: ",")
+        var key = sql
+        key.reserveCapacity(sql.utf8.count + 1 + types.count * 5)
+        key.append("\u{1}")
+        for (index, type) in types.enumerated() {
+            if index > 0 { key.append(",") }
+            key.append(String(type))
+        }
+        return key
     }
 
-    /// The statement name for `key`, marking it used.
+    /// The statement name for `key`, marking it used. One hash of the key: a claim's SQL is
+    /// over a kilobyte, and every statement a worker sends comes through here.
     mutating func lookup(_ key: String) -> String? {
-        guard let entry = entries[key] else { return nil }
+        guard let index = entries.index(forKey: key) else { return nil }
         useCounter += 1
-        entries[key] = (entry.name, useCounter)
-        return entry.name
+        entries.values[index].lastUse = useCounter
+        return entries.values[index].name
     }
 
     /// A fresh statement name, never handed out before on this connection.

@@ -185,6 +185,8 @@ import Testing
 
     @Test func keyIncludesParameterTypes() {
         #expect(PostgresStatementCache.key(sql: "select $1", types: [20]) != PostgresStatementCache.key(sql: "select $1", types: [23]))
+        // Types are separated, so [1, 23] and [12, 3] are different statements.
+        #expect(PostgresStatementCache.key(sql: "select $1, $2", types: [1, 23]) != PostgresStatementCache.key(sql: "select $1, $2", types: [12, 3]))
     }
 }
 

@@ -162,10 +162,12 @@ final class Claimer: WorkerService, @unchecked Sendable {
                                 leaseMilliseconds: self.configuration.leaseMilliseconds, after: from)
         }
         guard case .success(let batch) = result else { return nil }
-        let next = bounds.record(queue: queue, from: from, asked: limit, taken: batch.jobs.count, last: batch.last,
-                                 startedAt: startedAt, endedAt: ContinuousClock.now)
-        metrics.recordClaim(batch: batch.jobs.count)
+        let endedAt = ContinuousClock.now
+        // The jobs first: the bookkeeping below is not on their way to running.
         intake.accept(batch.jobs, probeGeneration: nil, provenAt: now)
+        let next = bounds.record(queue: queue, from: from, asked: limit, taken: batch.jobs.count, last: batch.last,
+                                 startedAt: startedAt, endedAt: endedAt)
+        metrics.recordClaim(batch: batch.jobs.count)
         return (batch.jobs, next == .claimFromStart)
     }
 
@@ -208,7 +210,9 @@ final class Claimer: WorkerService, @unchecked Sendable {
 
     /// New jobs were announced: a spread claim that found nothing may look again.
     func noteJobsArrived() {
-        lock.withLock { for queue in planners.keys { planners[queue]?.noteJobsArrived() } }
+        // In place: iterating `planners.keys` while assigning through `planners[queue]` copied
+        // the whole dictionary on every notification, on the way to waking this thread.
+        lock.withLock { for index in planners.indices { planners.values[index].noteJobsArrived() } }
     }
 
     /// Runs `body` on `queue`'s planner.
