@@ -14,6 +14,8 @@
 #
 # Knobs: REPS [3]  LAT_N [1000]  SIDES ["A B C"]  PG_PORT [25490]  RUN_DIR [/tmp/courier-pickup-split]
 #        HEAD_BIN [release build]
+#        TRACE=1: record each run's scheduler events (`perf`, as root) and print its pickups split
+#        into stages, thread to thread (bench/pickup_stages.py); LAT_N=400 is enough for that.
 # Needs the release build of this tree (jobctl, jobworker, courier-bench).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -23,6 +25,9 @@ BIN="${HEAD_BIN:-$(swift build -c release --show-bin-path)}"
 REPS="${REPS:-3}"; LAT_N="${LAT_N:-1000}"; PG_PORT="${PG_PORT:-25490}"; RUN_DIR="${RUN_DIR:-/tmp/courier-pickup-split}"
 BASE_ON_HEAD_SQL="${BASE_ON_HEAD_SQL:-create index jobs_runnable_old_idx on courier.jobs (queue, priority, run_at, id) where state = 'available' and held_since is null}"
 export COURIER_BENCH_METRICS_BASE="${COURIER_BENCH_METRICS_BASE:-19700}"
+if [ -n "${TRACE:-}" ] && ! command -v perf >/dev/null; then
+  echo "pickup-split: TRACE=1 needs perf (Debian: apt-get install linux-perf)" >&2; exit 2
+fi
 rm -rf "$RUN_DIR"; mkdir -p "$RUN_DIR/work"
 "$BIN/jobctl" devdb start --dir "$RUN_DIR/pg" --port "$PG_PORT" >/dev/null
 export PGHOST="$RUN_DIR/pg/run" PGPORT="$PG_PORT" PGUSER=courier PGDATABASE=postgres
@@ -40,7 +45,15 @@ for rep in $(seq 1 "$REPS"); do
       C) dir=$BIN; db=courier_split_head;;
     esac
     echo "## $(date -u +%T) rep $rep $side, load $(cut -d' ' -f1-3 /proc/loadavg)"
-    "$BIN/courier-bench" latency $(common "$dir" "$db" "$side") --jobs "$LAT_N" --reps 1
+    if [ -n "${TRACE:-}" ]; then
+      # The scheduler's switches and wake-ups of the whole box, split into stages per pickup.
+      perf record -q -a -e sched:sched_switch,sched:sched_wakeup -o "$RUN_DIR/$side-$rep.perf" -- \
+        "$BIN/courier-bench" latency $(common "$dir" "$db" "$side") --jobs "$LAT_N" --reps 1
+      perf script -i "$RUN_DIR/$side-$rep.perf" -F comm,tid,cpu,time,event,trace > "$RUN_DIR/$side-$rep.sched" 2>/dev/null
+      python3 "$ROOT/bench/pickup_stages.py" "$RUN_DIR/$side-$rep.sched" "side $side, rep $rep"
+    else
+      "$BIN/courier-bench" latency $(common "$dir" "$db" "$side") --jobs "$LAT_N" --reps 1
+    fi
   done
 done
 python3 - "$RUN_DIR" <<'PY'
