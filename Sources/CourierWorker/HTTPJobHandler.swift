@@ -22,21 +22,56 @@ public struct HTTPJobHandler: JobHandler {
     }
 
     public func perform(_ job: ClaimedJob) async -> Classification {
-        let built: BuiltRequest
+        // Only the send is asynchronous, and what it needs afterwards is one reference: the
+        // task keeps this frame for the whole request (see `Worker.execute`).
+        switch prepare(job) {
+        case .refused(let classification):
+            return classification
+        case .ready(let sending):
+            return classify(await transport.send(sending.request), sending)
+        }
+    }
+
+    /// A request ready to send, and what judging its outcome needs.
+    final class Sending: Sendable {
+        let request: HTTPRequest
+        let secretValues: [String]
+        let expectContentType: String?
+
+        init(request: HTTPRequest, secretValues: [String], expectContentType: String?) {
+            self.request = request
+            self.secretValues = secretValues
+            self.expectContentType = expectContentType
+        }
+    }
+
+    enum Preparation {
+        case ready(Sending)
+        case refused(Classification)
+    }
+
+    /// The request for `job`, or the classification of why none could be built.
+    @inline(never)
+    func prepare(_ job: ClaimedJob) -> Preparation {
         switch buildRequest(job) {
-        case .success(let request): built = request
+        case .success(let built):
+            var request = built.request
+            if !job.isProbe, let heldBack { request.mayStillSend = heldBack.sendCheck(for: job.destination) }
+            return .ready(Sending(request: request, secretValues: built.secretValues, expectContentType: job.expectContentType))
         case .failure(let refusal):
             let outcome: TransportOutcome = refusal.isLocal ? .refusedByConfiguration(refusal.message) : .blocked(refusal.message)
-            return OutcomeClassifier.classify(outcome, expectContentType: nil, now: Date())
+            return .refused(OutcomeClassifier.classify(outcome, expectContentType: nil, now: Date()))
         }
-        var request = built.request
-        if !job.isProbe, let heldBack { request.mayStillSend = heldBack.sendCheck(for: job.destination) }
-        let outcome = await transport.send(request)
+    }
+
+    /// Judges the outcome, with the request's secrets removed from everything that is kept of it.
+    @inline(never)
+    func classify(_ outcome: TransportOutcome, _ sending: Sending) -> Classification {
         // A server may echo credentials back (in a body excerpt, a header): remove them from
         // the raw bytes before anything is cut, escaped, logged or stored.
-        let scrubbed = Self.scrub(outcome, secrets: built.secretValues)
-        var classification = OutcomeClassifier.classify(scrubbed, expectContentType: job.expectContentType, now: Date())
-        classification.message = Redaction.scrub(classification.message, secrets: built.secretValues)
+        let scrubbed = Self.scrub(outcome, secrets: sending.secretValues)
+        var classification = OutcomeClassifier.classify(scrubbed, expectContentType: sending.expectContentType, now: Date())
+        classification.message = Redaction.scrub(classification.message, secrets: sending.secretValues)
         return classification
     }
 
