@@ -4,16 +4,14 @@ import Foundation
 /// byte) is written; hex and the escape format (`bytea_output = escape`, which a
 /// connection pooler may leave in place of the session's `hex`) are read.
 enum PostgresBytea {
-    private static let digits = Array("0123456789abcdef".utf8)
-
     static func hexText(_ bytes: some Collection<UInt8>) -> String {
         var out = [UInt8]()
         out.reserveCapacity(2 + bytes.count * 2)
         out.append(UInt8(ascii: "\\"))
         out.append(UInt8(ascii: "x"))
         for byte in bytes {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 0x0f)])
+            out.append(LowerHex.digit(byte >> 4))
+            out.append(LowerHex.digit(byte & 0x0f))
         }
         return String(decoding: out, as: UTF8.self)
     }

@@ -10,15 +10,14 @@ public enum UUIDText {
     @inlinable @discardableResult
     public static func write(_ bytes: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) -> Int {
         precondition(bytes.count == 16 && out.count >= length, "a UUID is 16 bytes, its text 36")
-        let digits: StaticString = "0123456789abcdef"
         var at = 0
         for index in 0..<16 {
             if index == 4 || index == 6 || index == 8 || index == 10 {
                 out[at] = UInt8(ascii: "-")
                 at += 1
             }
-            out[at] = digits.utf8Start[Int(bytes[index] >> 4)]
-            out[at + 1] = digits.utf8Start[Int(bytes[index] & 0x0f)]
+            out[at] = LowerHex.digit(bytes[index] >> 4)
+            out[at + 1] = LowerHex.digit(bytes[index] & 0x0f)
             at += 2
         }
         return at
