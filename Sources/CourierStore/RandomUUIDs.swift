@@ -25,7 +25,7 @@ struct RandomUUIDs {
         used += 16
         var text: (UInt64, UInt64, UInt64, UInt64, UInt32) = (0, 0, 0, 0, 0)   // 36 bytes
         return withUnsafeMutableBytes(of: &text) { out in
-            withUnsafeBytes(of: raw) { UUIDText.write($0, into: out) }
+            _ = withUnsafeBytes(of: raw) { UUIDText.write($0, into: out) }
             return body(UnsafeBufferPointer(out.bindMemory(to: UInt8.self)))
         }
     }
