@@ -28,19 +28,17 @@ public struct HTTPJobHandler: JobHandler {
         case .refused(let classification):
             return classification
         case .ready(let sending):
-            return classify(await transport.send(sending.request), sending)
+            return classify(await transport.send(sending.built.request), sending)
         }
     }
 
-    /// A request ready to send, and what judging its outcome needs.
+    /// A request ready to send, and what judging its outcome needs, behind one reference.
     final class Sending: Sendable {
-        let request: HTTPRequest
-        let secretValues: [String]
+        let built: BuiltRequest
         let expectContentType: String?
 
-        init(request: HTTPRequest, secretValues: [String], expectContentType: String?) {
-            self.request = request
-            self.secretValues = secretValues
+        init(built: BuiltRequest, expectContentType: String?) {
+            self.built = built
             self.expectContentType = expectContentType
         }
     }
@@ -54,10 +52,9 @@ public struct HTTPJobHandler: JobHandler {
     @inline(never)
     func prepare(_ job: ClaimedJob) -> Preparation {
         switch buildRequest(job) {
-        case .success(let built):
-            var request = built.request
-            if !job.isProbe, let heldBack { request.mayStillSend = heldBack.sendCheck(for: job.destination) }
-            return .ready(Sending(request: request, secretValues: built.secretValues, expectContentType: job.expectContentType))
+        case .success(var built):
+            if !job.isProbe, let heldBack { built.request.mayStillSend = heldBack.sendCheck(for: job.destination) }
+            return .ready(Sending(built: built, expectContentType: job.expectContentType))
         case .failure(let refusal):
             let outcome: TransportOutcome = refusal.isLocal ? .refusedByConfiguration(refusal.message) : .blocked(refusal.message)
             return .refused(OutcomeClassifier.classify(outcome, expectContentType: nil, now: Date()))
@@ -69,9 +66,10 @@ public struct HTTPJobHandler: JobHandler {
     func classify(_ outcome: TransportOutcome, _ sending: Sending) -> Classification {
         // A server may echo credentials back (in a body excerpt, a header): remove them from
         // the raw bytes before anything is cut, escaped, logged or stored.
-        let scrubbed = Self.scrub(outcome, secrets: sending.secretValues)
+        let secrets = sending.built.secretValues
+        let scrubbed = Self.scrub(outcome, secrets: secrets)
         var classification = OutcomeClassifier.classify(scrubbed, expectContentType: sending.expectContentType, now: Date())
-        classification.message = Redaction.scrub(classification.message, secrets: sending.secretValues)
+        classification.message = Redaction.scrub(classification.message, secrets: secrets)
         return classification
     }
 
@@ -87,7 +85,7 @@ public struct HTTPJobHandler: JobHandler {
 
     /// One attempt's request, and the values in it that must never be shown: every
     /// resolved secret and the value of every sensitive header.
-    struct BuiltRequest {
+    struct BuiltRequest: Sendable {
         var request: HTTPRequest
         var secretValues: [String]
     }
