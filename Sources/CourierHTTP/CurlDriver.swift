@@ -26,7 +26,21 @@ final class CurlDriver: @unchecked Sendable {
         var queued: [Submission] = []
         var cancels: [UInt64] = []
         var stopping = false
+        /// A wake-up was sent and the driver has not yet taken the queues since. Later
+        /// submissions and cancels ride on it: one `curl_multi_wakeup` (a write to libcurl's
+        /// socket pair, and a turn of the driver's loop) per batch instead of one per request.
+        var wakePending = false
+
+        /// Whether the caller must wake the driver: true for the first request or cancel
+        /// since the driver last took the queues.
+        mutating func claimWakeUp() -> Bool {
+            if wakePending { return false }
+            wakePending = true
+            return true
+        }
     }
+
+    private enum Admission { case wake, queued, refused }
 
     private let shared = Locked(Shared())
     private let multi: UnsafeMutableRawPointer
@@ -81,19 +95,19 @@ final class CurlDriver: @unchecked Sendable {
     }
 
     func submit(id: UInt64, request: HTTPRequest, continuation: CheckedContinuation<TransportOutcome, Never>) {
-        let accepted = shared.withLock { s -> Bool in
+        let accepted = shared.withLock { s -> Admission in
             if s.stopping || s.phases[id] != .registered {
                 s.phases[id] = nil
-                return false
+                return .refused
             }
             s.phases[id] = .submitted
             s.queued.append(Submission(id: id, request: request, continuation: continuation))
-            return true
+            return s.claimWakeUp() ? .wake : .queued
         }
-        if accepted {
-            curl_multi_wakeup(multi)
-        } else {
-            continuation.resume(returning: .cancelled(maybeSent: false))
+        switch accepted {
+        case .wake: curl_multi_wakeup(multi)
+        case .queued: break
+        case .refused: continuation.resume(returning: .cancelled(maybeSent: false))
         }
     }
 
@@ -105,7 +119,7 @@ final class CurlDriver: @unchecked Sendable {
                 return false
             case .submitted:
                 s.cancels.append(id)
-                return true
+                return s.claimWakeUp()
             case .cancelledEarly, nil:
                 return false
             }
@@ -130,7 +144,11 @@ final class CurlDriver: @unchecked Sendable {
         var running: Int32 = 0
         while true {
             let (incoming, cancels, stopping) = shared.withLock { s in
-                defer { s.queued.removeAll(keepingCapacity: true); s.cancels.removeAll(keepingCapacity: true) }
+                defer {
+                    s.queued.removeAll(keepingCapacity: true)
+                    s.cancels.removeAll(keepingCapacity: true)
+                    s.wakePending = false
+                }
                 return (s.queued, s.cancels, s.stopping)
             }
             if stopping {
@@ -156,7 +174,7 @@ final class CurlDriver: @unchecked Sendable {
             curl_multi_perform(multi, &running)
             collectFinished()
             releaseCompletedIDs()
-            curl_multi_poll(multi, nil, 0, 1000, nil)
+            curl_multi_poll(multi, nil, 0, configuration.idleWaitMilliseconds, nil)
         }
         for transfer in Array(transfers.values) {
             finish(transfer, with: .cancelled(maybeSent: transfer.requestStarted))

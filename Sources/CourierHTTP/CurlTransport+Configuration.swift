@@ -25,6 +25,10 @@ extension CurlTransport {
         public var maxCachedConnections: Int
         /// The `User-Agent` header unless a request sets its own. Default `courier/0.1`.
         public var userAgent: String
+        /// How long the driver's thread waits in `curl_multi_poll` when neither a socket,
+        /// a libcurl timer nor a caller wakes it: a safety net only. Tests set it to
+        /// minutes, so that a lost wake-up hangs them instead of hiding behind it.
+        var idleWaitMilliseconds: Int32 = 1_000
 
         /// Creates a configuration; see each property for its default.
         public init(

@@ -8,14 +8,17 @@ func makeTransport(
     allowPrivateNetworks: Bool = true,
     maxResponseBodyBytes: Int = 1 << 20,
     maxHostConnections: Int = 128,
-    addressGuard: (@Sendable (String) -> String?)? = nil
+    addressGuard: (@Sendable (String) -> String?)? = nil,
+    idleWaitMilliseconds: Int32? = nil
 ) throws -> CurlTransport {
-    try CurlTransport(configuration: .init(
+    var configuration = CurlTransport.Configuration(
         maxResponseBodyBytes: maxResponseBodyBytes,
         allowPrivateNetworks: allowPrivateNetworks,
         addressGuard: addressGuard,
         maxHostConnections: maxHostConnections
-    ))
+    )
+    if let idleWaitMilliseconds { configuration.idleWaitMilliseconds = idleWaitMilliseconds }
+    return try CurlTransport(configuration: configuration)
 }
 
 extension TransportOutcome {
