@@ -10,6 +10,7 @@
 #   BASE_BIN=/tmp/courier-bench-baseline/.build/release bench/compare.sh
 #
 # Knobs: SIDES ["base head"]  REPS [3]  NOOP_N [30000]  HTTP_N [10000]  CONC [256]  WORKERS [1]  LAT_N [0: skipped]
+#        LAT_AHEAD [0]: jobs scheduled a day ahead in the latency queue (courier-bench latency --scheduled-ahead)
 #        PG_PORT [25480]  RUN_DIR [/tmp/courier-compare]  NGINX_PORT [18181]
 #        ONLY ["noop http latency"]
 # Needs the release build of this tree (jobctl, jobworker, courier-bench) and nginx.
@@ -19,7 +20,7 @@ cd "$ROOT"
 BIN="${HEAD_BIN:-$(swift build -c release --show-bin-path)}"
 : "${BASE_BIN:?set BASE_BIN to the bin directory of the other build}"
 REPS="${REPS:-3}"; NOOP_N="${NOOP_N:-30000}"; HTTP_N="${HTTP_N:-10000}"; CONC="${CONC:-256}"; WORKERS="${WORKERS:-1}"
-LAT_N="${LAT_N:-0}"; PG_PORT="${PG_PORT:-25480}"; RUN_DIR="${RUN_DIR:-/tmp/courier-compare}"; NGINX_PORT="${NGINX_PORT:-18181}"
+LAT_N="${LAT_N:-0}"; LAT_AHEAD="${LAT_AHEAD:-0}"; PG_PORT="${PG_PORT:-25480}"; RUN_DIR="${RUN_DIR:-/tmp/courier-compare}"; NGINX_PORT="${NGINX_PORT:-18181}"
 ONLY="${ONLY:-noop http latency}"
 has() { [[ " $ONLY " == *" $1 "* ]]; }
 export COURIER_BENCH_METRICS_BASE="${COURIER_BENCH_METRICS_BASE:-19600}"
@@ -63,7 +64,7 @@ for rep in $(seq 1 "$REPS"); do
     has noop && "$CB" drain $(common "$dir" "$side") --kind noop --jobs "$NOOP_N" --workers "$WORKERS" --concurrency "$CONC" --reps 1
     has http && "$CB" drain $(common "$dir" "$side") --kind http --url "http://127.0.0.1:$NGINX_PORT/ok" --jobs "$HTTP_N" \
       --workers "$WORKERS" --concurrency "$CONC" --reps 1
-    if has latency && [ "$LAT_N" -gt 0 ]; then "$CB" latency $(common "$dir" "$side") --jobs "$LAT_N" --reps 1; fi
+    if has latency && [ "$LAT_N" -gt 0 ]; then "$CB" latency $(common "$dir" "$side") --jobs "$LAT_N" --scheduled-ahead "$LAT_AHEAD" --reps 1; fi
   done
 done
 python3 - "$RUN_DIR" <<'PY'

@@ -8,10 +8,16 @@ import Postgres
 /// the loopback FaultServer in this process (both on CLOCK_MONOTONIC). The time from
 /// just before the enqueue call is reported too: that is what the peers harness
 /// measures (its producer stamps time.time() before the enqueue call).
+///
+/// `scheduledAhead` jobs are first inserted in the same queue to run a day later, and the
+/// table analyzed: the scheduled backlog a production queue carries (retries in backoff,
+/// sends planned ahead), which a claim has to pass over to find the one due job. Plain
+/// columns only, so a database of an older schema takes them too.
 struct LatencyBench {
     let context: BenchContext
     let jobs: Int
     let intervalMilliseconds: Int
+    var scheduledAhead = 0
 
     func run(rep: Int) throws {
         let server = try FaultServer()
@@ -19,6 +25,14 @@ struct LatencyBench {
         let connection = try context.connect()
         defer { connection.close() }
         try context.resetQueue(connection)
+        if scheduledAhead > 0 {
+            try connection.query(PostgresQuery(unsafeSQL: """
+                insert into courier.jobs (queue, destination, url, method, run_at)
+                select 'lat', 'http://127.0.0.1:9', 'http://127.0.0.1:9/ahead', 'GET', now() + interval '1 day' + g * interval '1 millisecond'
+                from generate_series(1, $1::int) g
+                """, binds: [scheduledAhead]))
+            try connection.simpleQuery("analyze courier.jobs")
+        }
         let fleet = try WorkerFleet.start(count: 1, queue: "lat", concurrency: 32,
                                           extraArguments: ["--allow-private-networks", "--shutdown-grace", "5s"],
                                           context: context, label: "latency-r\(rep)")
@@ -56,6 +70,7 @@ struct LatencyBench {
             }
             context.log.record("latency", [
                 "rep": rep, "n": jobs, "interval_ms": intervalMilliseconds, "workers": 1, "concurrency": 32,
+                "scheduled_ahead": scheduledAhead,
                 "from_commit": summary(fromCommit), "from_enqueue_call": summary(fromEnqueue),
                 "enqueue_commit_ms": summary(enqueueCost), "connections": server.connectionCount,
             ])

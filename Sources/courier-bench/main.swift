@@ -10,6 +10,7 @@ import Foundation
 //                          [--retention 0]   (the workers' --retention; 0: no success archive)
 //   courier-bench pgbench  [common] --clients 1,2,4 --duration 5 --fill 600000 --batch 100 --reps 1 [--pgbench PATH]
 //   courier-bench latency  [common] --jobs 500 --interval-ms 20 --reps 3
+//                          [--scheduled-ahead 0]   (jobs waiting a day ahead in the same queue)
 //   courier-bench memory   [common] --concurrency 256 --delay 10
 //   courier-bench soak     [common] --minutes 30 --rate 5000 --workers 2 --concurrency 256 --retention 1m --sample 60
 //                          steady enqueue + drain; per-sample throughput, claim lag, sizes, dead tuples, autovacuum runs
@@ -97,9 +98,11 @@ func runBench(_ arguments: [String]) throws {
                         otherDelayMs: try options.int("other-delay-ms", default: 500), lease: options.string("lease", default: "10s"),
                         loaders: max(1, try options.int("loaders", default: 2))).run()
     case "latency":
-        let options = try BenchOptions(rest, known: common + ["jobs", "interval-ms", "reps"])
+        let options = try BenchOptions(rest, known: common + ["jobs", "interval-ms", "reps", "scheduled-ahead"])
         let bench = LatencyBench(context: try BenchContext(options), jobs: try options.int("jobs", default: 500),
-                                 intervalMilliseconds: try options.int("interval-ms", default: 20))
+                                 intervalMilliseconds: try options.int("interval-ms", default: 20),
+                                 scheduledAhead: try options.int("scheduled-ahead", default: 0))
+        guard bench.scheduledAhead >= 0 else { throw BenchError("--scheduled-ahead must be 0 or more") }
         for rep in 1...max(1, try options.int("reps", default: 3)) { try bench.run(rep: rep) }
     case "traffic":
         let options = try BenchOptions(rest, known: common + ["jobs", "destinations", "waiting", "reps"])
