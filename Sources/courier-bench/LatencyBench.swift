@@ -11,8 +11,8 @@ import Postgres
 ///
 /// `scheduledAhead` jobs are first inserted in the same queue to run a day later, and the
 /// table analyzed: the scheduled backlog a production queue carries (retries in backoff,
-/// sends planned ahead), which a claim has to pass over to find the one due job. Plain
-/// columns only, so a database of an older schema takes them too.
+/// sends planned ahead), which a claim has to pass over to find the one due job. Loaded as
+/// the backlog bench loads its scheduled jobs (`BulkJobs`), whose columns older schemas have too.
 struct LatencyBench {
     let context: BenchContext
     let jobs: Int
@@ -26,11 +26,9 @@ struct LatencyBench {
         defer { connection.close() }
         try context.resetQueue(connection)
         if scheduledAhead > 0 {
-            try connection.query(PostgresQuery(unsafeSQL: """
-                insert into courier.jobs (queue, destination, url, method, run_at)
-                select 'lat', 'http://127.0.0.1:9', 'http://127.0.0.1:9/ahead', 'GET', now() + interval '1 day' + g * interval '1 millisecond'
-                from generate_series(1, $1::int) g
-                """, binds: [scheduledAhead]))
+            let tomorrow = try BulkJobs.runAt(secondsFromNow: 86_400, on: connection)
+            try BulkJobs.load([.init(count: scheduledAhead, queue: "lat", destination: "job:noop", runAt: tomorrow)],
+                              loaders: 1, context: context)
             try connection.simpleQuery("analyze courier.jobs")
         }
         let fleet = try WorkerFleet.start(count: 1, queue: "lat", concurrency: 32,
