@@ -45,14 +45,13 @@ for rep in $(seq 1 "$REPS"); do
       C) dir=$BIN; db=courier_split_head;;
     esac
     echo "## $(date -u +%T) rep $rep $side, load $(cut -d' ' -f1-3 /proc/loadavg)"
+    # With TRACE, the scheduler's switches and wake-ups of the whole box, split into stages per pickup.
+    trace=()
+    [ -n "${TRACE:-}" ] && trace=(perf record -q -a -e sched:sched_switch,sched:sched_wakeup -o "$RUN_DIR/$side-$rep.perf" --)
+    "${trace[@]}" "$BIN/courier-bench" latency $(common "$dir" "$db" "$side") --jobs "$LAT_N" --reps 1
     if [ -n "${TRACE:-}" ]; then
-      # The scheduler's switches and wake-ups of the whole box, split into stages per pickup.
-      perf record -q -a -e sched:sched_switch,sched:sched_wakeup -o "$RUN_DIR/$side-$rep.perf" -- \
-        "$BIN/courier-bench" latency $(common "$dir" "$db" "$side") --jobs "$LAT_N" --reps 1
       perf script -i "$RUN_DIR/$side-$rep.perf" -F comm,tid,cpu,time,event,trace > "$RUN_DIR/$side-$rep.sched" 2>/dev/null
       python3 "$ROOT/bench/pickup_stages.py" "$RUN_DIR/$side-$rep.sched" "side $side, rep $rep"
-    else
-      "$BIN/courier-bench" latency $(common "$dir" "$db" "$side") --jobs "$LAT_N" --reps 1
     fi
   done
 done
