@@ -12,7 +12,7 @@ final class Completer: WorkerService, @unchecked Sendable {
         var worker: UUID
         /// Most results written in one round. Default 500.
         var batch: Int
-        /// How long a result may wait for a batch to fill. Default 2 ms.
+        /// How long a result may wait for a batch to fill (``WorkerConfiguration/ackFlushInterval``, default 10 ms).
         var flushInterval: Duration
         /// Tries of a refused batch before it is split, and of a single refused result before it is dropped. Default 3.
         var triesBeforeSplit = 3
@@ -79,17 +79,29 @@ final class Completer: WorkerService, @unchecked Sendable {
     }
 
     func runOnce(now: ContinuousClock.Instant) -> Duration {
-        let (queued, oldest) = lock.withLock { (pending.count, oldestQueuedAt) }
-        guard queued > 0, let oldest else { return .seconds(1) }
-        if queued < configuration.batch && now - oldest < configuration.flushInterval {
-            // Give a batch a moment to fill: one statement for many jobs.
-            return configuration.flushInterval - (now - oldest)
-        }
-        while writeOneBatch() {}
+        let queued = count
+        if let wait = waitBeforeWriting(now: now) { return wait }
+        // A batch is due. After it, only what is due goes at once: results that arrived
+        // while it was written wait their own interval instead of following as a small
+        // statement of their own (which halved the results per statement).
+        var wrote = writeOneBatch()
+        while wrote && waitBeforeWriting(now: clock()) == nil { wrote = writeOneBatch() }
         let left = count
         // The claimer skipped claims while the pile was high: tell it there is room again.
         if queued > backlogLimit && left <= backlogLimit { backlogCleared() }
-        return left > 0 ? .milliseconds(1) : .seconds(1)
+        guard wrote else { return left > 0 ? .milliseconds(1) : .seconds(1) }
+        return waitBeforeWriting(now: clock()) ?? .zero
+    }
+
+    /// How long the pending results may still wait to fill a batch; nil when a batch is
+    /// due (full, or its oldest result has waited the flush interval). One second when
+    /// nothing is pending.
+    private func waitBeforeWriting(now: ContinuousClock.Instant) -> Duration? {
+        let (queued, oldest) = lock.withLock { (pending.count, oldestQueuedAt) }
+        guard queued > 0, let oldest else { return .seconds(1) }
+        if queued >= configuration.batch || now - oldest >= configuration.flushInterval { return nil }
+        // Give a batch a moment to fill: one statement for many jobs.
+        return configuration.flushInterval - (now - oldest)
     }
 
     /// Writes whatever is left, trying for at most the final-flush timeout.
