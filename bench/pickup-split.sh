@@ -5,15 +5,18 @@
 #   B  the older build's jobworker on a database migrated by this build's jobctl, after
 #      $BASE_ON_HEAD_SQL (default: an index carrying 08fec26's runnable predicate, without
 #      which 08fec26's claim cannot use today's jobs_runnable_idx and walks the table);
-#   C  this build's jobworker on that same database.
+#   C  this build's jobworker on that same database;
+#   D  (with CLAIM_BIN) the older build's jobworker with this build's claim statement (a build
+#      of the older tree whose JobsTable.claimSQL calls courier.claim) on that same database.
 # B against A is the schema's part (the older worker's own statements on today's tables);
-# C against B is the worker's and its claim's. Medians of `courier-bench latency` (commit →
+# C against B is the worker's and its claim's; with D, D against B is the claim's and C
+# against D the worker's (the runtime's) alone. Medians of `courier-bench latency` (commit →
 # request at the receiver). bench/notes.md, "Pickup against 08fec26, split into schema and worker".
 #
 #   BASE_BIN=/tmp/courier-pre11/.build/release bench/pickup-split.sh
 #
 # Knobs: REPS [3]  LAT_N [1000]  SIDES ["A B C"]  PG_PORT [25490]  RUN_DIR [/tmp/courier-pickup-split]
-#        HEAD_BIN [release build]
+#        HEAD_BIN [release build]  CLAIM_BIN [none; needed for side D]
 #        TRACE=1: record each run's scheduler events (`perf`, as root) and print its pickups split
 #        into stages, thread to thread (bench/pickup_stages.py); LAT_N=400 is enough for that.
 # Needs the release build of this tree (jobctl, jobworker, courier-bench).
@@ -43,6 +46,7 @@ for rep in $(seq 1 "$REPS"); do
       A) dir=$BASE_BIN; db=courier_split_base;;
       B) dir=$BASE_BIN; db=courier_split_head;;
       C) dir=$BIN; db=courier_split_head;;
+      D) dir=${CLAIM_BIN:?side D needs CLAIM_BIN}; db=courier_split_head;;
     esac
     echo "## $(date -u +%T) rep $rep $side, load $(cut -d' ' -f1-3 /proc/loadavg)"
     # With TRACE, the scheduler's switches and wake-ups of the whole box, split into stages per pickup.
@@ -57,7 +61,8 @@ for rep in $(seq 1 "$REPS"); do
 done
 python3 - "$RUN_DIR" <<'PY'
 import json, sys, statistics as st
-for side, what in (("A", "older worker, its own schema"), ("B", "older worker, this schema"), ("C", "this worker, this schema")):
+for side, what in (("A", "older worker, its own schema"), ("B", "older worker, this schema"), ("C", "this worker, this schema"),
+                  ("D", "older worker, this claim")):
     try: rs = [json.loads(line) for line in open(f"{sys.argv[1]}/{side}.jsonl") if '"latency"' in line]
     except FileNotFoundError: continue
     p50 = [r["from_commit"]["p50_ms"] for r in rs]; p99 = [r["from_commit"]["p99_ms"] for r in rs]
