@@ -49,9 +49,9 @@ public final class DashboardStore: @unchecked Sendable {
                 connection?.close()
                 let fresh = try PostgresConnection.connect(configuration.database)
                 // Custom plans, so the optional filters' `$n is null or ...` fold away and the indexes are used.
-                try fresh.simpleQuery("""
-                    set statement_timeout = \(Int(configuration.statementTimeout.milliseconds)); \
-                    set plan_cache_mode = force_custom_plan
+                _ = try fresh.query("""
+                    select set_config('statement_timeout', \(String(configuration.statementTimeout.milliseconds)), false),
+                           set_config('plan_cache_mode', 'force_custom_plan', false)
                     """)
                 connection = fresh
             }
