@@ -1,3 +1,4 @@
+import CourierTestSupport
 @testable import CourierWorker
 import Foundation
 import Testing
@@ -20,10 +21,6 @@ import Testing
         func finish() { finished += 1 }
     }
 
-    final class ManualClock: @unchecked Sendable {
-        var now = ContinuousClock.now
-    }
-
     @Test func membersRunOnTheirOwnIntervalsAndTheBundleSleepsUntilTheEarliest() {
         let clock = ManualClock()
         let t0 = clock.now
@@ -31,12 +28,12 @@ import Testing
         let bundle = ServiceBundle(name: "housekeeping", members: [fast, slow], clock: { clock.now })
         #expect(bundle.runOnce(now: t0) == .milliseconds(250))
         #expect(fast.runs.count == 1 && slow.runs.count == 1)
-        clock.now = t0 + .milliseconds(250)
+        clock.advance(.milliseconds(250))
         #expect(bundle.runOnce(now: clock.now) == .milliseconds(250))
         #expect(fast.runs.count == 2 && slow.runs.count == 1)
         // Woken: the member runs now, whatever its interval says; the others do not.
         bundle.wake(slow)
-        clock.now = t0 + .milliseconds(300)
+        clock.advance(.milliseconds(50))
         _ = bundle.runOnce(now: clock.now)
         #expect(fast.runs.count == 2 && slow.runs.count == 2)
         bundle.finish()

@@ -66,19 +66,19 @@ import Testing
         try CourierTestDatabase.with { database, _ in
             var c = Completer.Configuration(configuration(database), worker: UUID())
             c.flushInterval = .milliseconds(50)
-            let start = ContinuousClock.now
-            // The completer reads the clock once as it starts each write; on the first of
-            // those reads a result arrives, as one does from a job ending during the write.
-            let clock = ArrivalClock(start)
+            let clock = ManualClock()
+            let start = clock.now
             let completer = Completer(configuration: c, session: session(database), logger: Logger(level: .error, sink: { _ in }),
                                       metrics: WorkerMetrics(), jitter: { 1 }, clock: { clock.now })
             completer.append(.handBack(id: 1, attempt: 1))
-            clock.now = start + .milliseconds(60)
-            clock.onNextRead = { completer.append(.handBack(id: 2, attempt: 1)) }
+            clock.advance(.milliseconds(60))
+            // The completer reads the clock once as it starts each write; on the first of
+            // those reads a result arrives, as one does from a job ending during the write.
+            clock.onNextRead { completer.append(.handBack(id: 2, attempt: 1)) }
             let wait = completer.runOnce(now: start + .milliseconds(60))
             #expect(completer.count == 1, "the result that arrived during the write is not written at once")
             #expect(wait == .milliseconds(50), "it waits its own flush interval")
-            clock.now = start + .milliseconds(110)
+            clock.advance(.milliseconds(50))
             _ = completer.runOnce(now: start + .milliseconds(110))
             #expect(completer.count == 0, "and is written once it has waited")
         }
@@ -241,32 +241,4 @@ final class FakeHolder: LeaseHolder, @unchecked Sendable {
     var heldProbes: [(destination: String, generation: Int64)] { lock.withLock { probes } }
     var isStopping: Bool { false }
     func cancelRequested(_ ids: [Int64]) { lock.withLock { _cancelled += ids } }
-}
-
-/// A clock a test sets by hand that runs a one-shot action on its next read (outside any
-/// lock of its own), to put an event at a precise point inside a service's round.
-final class ArrivalClock: @unchecked Sendable {
-    private let lock = NSLock()
-    private var instant: ContinuousClock.Instant
-    private var action: (@Sendable () -> Void)?
-
-    init(_ start: ContinuousClock.Instant) { instant = start }
-
-    var now: ContinuousClock.Instant {
-        get {
-            let (value, pending) = lock.withLock { () -> (ContinuousClock.Instant, (@Sendable () -> Void)?) in
-                defer { action = nil }
-                return (instant, action)
-            }
-            pending?()
-            return value
-        }
-        set { lock.withLock { instant = newValue } }
-    }
-
-    /// Runs once, at the next read of `now`.
-    var onNextRead: (@Sendable () -> Void)? {
-        get { lock.withLock { action } }
-        set { lock.withLock { action = newValue } }
-    }
 }
