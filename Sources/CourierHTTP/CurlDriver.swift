@@ -5,7 +5,8 @@ import Foundation
 /// libcurl's global state is set up once per process, before any handle exists.
 private let curlGlobalSetup: CURLcode = curl_global_init(Int(CURL_GLOBAL_ALL))
 
-/// Owns the CURLM multi handle and the one thread that drives it.
+/// Owns a CURLM multi handle and the one thread that drives it (a transport has one
+/// or more of these, see `CurlTransport.Configuration.driverThreads`).
 ///
 /// Callers register a request id, then submit the request with its continuation
 /// through a locked queue and wake the thread with `curl_multi_wakeup`. Everything
@@ -45,6 +46,7 @@ final class CurlDriver: @unchecked Sendable {
     private let shared = Locked(Shared())
     private let multi: UnsafeMutableRawPointer
     private let configuration: CurlTransport.Configuration
+    private let limits: CurlTransport.Configuration.Limits
     private let addressGuard: (@Sendable (String) -> String?)?
     private let finished = DispatchSemaphore(value: 0)
     private let driverThread = Locked<pthread_t?>(nil)
@@ -53,18 +55,23 @@ final class CurlDriver: @unchecked Sendable {
     private var transfers: [UInt64: CurlTransfer] = [:]
     private var byHandle: [UnsafeMutableRawPointer: CurlTransfer] = [:]
     private var idleHandles: [UnsafeMutableRawPointer] = []
-    private var completedIDs: [UInt64] = []
+    /// Requests answered during this turn of the loop, resumed in `settle()` once their ids
+    /// are released, so that a caller sending its next request sees this driver's count
+    /// without them.
+    private var answered: [(id: UInt64, continuation: CheckedContinuation<TransportOutcome, Never>, outcome: TransportOutcome)] = []
 
-    init(configuration: CurlTransport.Configuration) throws {
+    /// - Parameter limits: this driver's share of the transport's connection limits.
+    init(configuration: CurlTransport.Configuration, limits: CurlTransport.Configuration.Limits) throws {
         guard curlGlobalSetup == CURLE_OK, let multi = curl_multi_init() else {
             throw CurlTransportError.curlInitFailed
         }
         self.multi = multi
         self.configuration = configuration
+        self.limits = limits
         self.addressGuard = configuration.allowPrivateNetworks ? nil : configuration.addressGuard
-        _ = courier_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, configuration.maxHostConnections)
-        _ = courier_multi_setopt_long(multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, configuration.maxTotalConnections)
-        _ = courier_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, configuration.maxCachedConnections)
+        _ = courier_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, limits.maxHostConnections)
+        _ = courier_multi_setopt_long(multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, limits.maxTotalConnections)
+        _ = courier_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, limits.maxCachedConnections)
         _ = courier_multi_setopt_long(multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX)
     }
 
@@ -84,6 +91,10 @@ final class CurlDriver: @unchecked Sendable {
     }
 
     // MARK: - Caller side (any thread)
+
+    /// The requests registered and not yet answered and released (released after each turn
+    /// of the driver's loop): how busy this driver is, for the transport's choice of driver.
+    var requestCount: Int { shared.withLock { $0.phases.count } }
 
     /// Reserves an id, so that a cancellation arriving before submission is kept.
     func register() -> UInt64 {
@@ -160,8 +171,7 @@ final class CurlDriver: @unchecked Sendable {
             let cancelled = Set(cancels)
             for submission in incoming {
                 if cancelled.contains(submission.id) {
-                    submission.continuation.resume(returning: .cancelled(maybeSent: false))
-                    completedIDs.append(submission.id)
+                    answer(submission.id, submission.continuation, .cancelled(maybeSent: false))
                 } else {
                     begin(submission)
                 }
@@ -173,13 +183,13 @@ final class CurlDriver: @unchecked Sendable {
             }
             curl_multi_perform(multi, &running)
             collectFinished()
-            releaseCompletedIDs()
+            settle()
             curl_multi_poll(multi, nil, 0, configuration.idleWaitMilliseconds, nil)
         }
         for transfer in Array(transfers.values) {
             finish(transfer, with: .cancelled(maybeSent: transfer.requestStarted))
         }
-        releaseCompletedIDs()
+        settle()
         let late = shared.withLock { s in
             defer { s.queued.removeAll(); s.phases.removeAll() }
             return s.queued
@@ -193,8 +203,7 @@ final class CurlDriver: @unchecked Sendable {
 
     private func begin(_ submission: Submission) {
         guard let easy = idleHandles.popLast() ?? curl_easy_init() else {
-            submission.continuation.resume(returning: .notSent("libcurl could not create an easy handle"))
-            completedIDs.append(submission.id)
+            answer(submission.id, submission.continuation, .notSent("libcurl could not create an easy handle"))
             return
         }
         let transfer = CurlTransfer(
@@ -207,14 +216,12 @@ final class CurlDriver: @unchecked Sendable {
         )
         if let failure = CurlEasySetup.configure(transfer, request: submission.request, userAgent: configuration.userAgent) {
             release(transfer)
-            submission.continuation.resume(returning: failure)
-            completedIDs.append(submission.id)
+            answer(submission.id, submission.continuation, failure)
             return
         }
         guard curl_multi_add_handle(multi, easy) == CURLM_OK else {
             release(transfer)
-            submission.continuation.resume(returning: .notSent("libcurl refused the transfer"))
-            completedIDs.append(submission.id)
+            answer(submission.id, submission.continuation, .notSent("libcurl refused the transfer"))
             return
         }
         transfers[transfer.id] = transfer
@@ -260,8 +267,7 @@ final class CurlDriver: @unchecked Sendable {
         transfers[transfer.id] = nil
         byHandle[transfer.easy] = nil
         release(transfer)
-        transfer.continuation.resume(returning: outcome)
-        completedIDs.append(transfer.id)
+        answer(transfer.id, transfer.continuation, outcome)
     }
 
     private func release(_ transfer: CurlTransfer) {
@@ -270,18 +276,24 @@ final class CurlDriver: @unchecked Sendable {
             transfer.headerList = nil
         }
         curl_easy_reset(transfer.easy)
-        if idleHandles.count < configuration.maxCachedConnections {
+        if idleHandles.count < limits.maxCachedConnections {
             idleHandles.append(transfer.easy)
         } else {
             curl_easy_cleanup(transfer.easy)
         }
     }
 
-    private func releaseCompletedIDs() {
-        guard !completedIDs.isEmpty else { return }
+    private func answer(_ id: UInt64, _ continuation: CheckedContinuation<TransportOutcome, Never>, _ outcome: TransportOutcome) {
+        answered.append((id, continuation, outcome))
+    }
+
+    /// Releases the ids of this turn's answered requests (one lock for all), then resumes their callers.
+    private func settle() {
+        guard !answered.isEmpty else { return }
         shared.withLock { s in
-            for id in completedIDs { s.phases[id] = nil }
+            for answer in answered { s.phases[answer.id] = nil }
         }
-        completedIDs.removeAll(keepingCapacity: true)
+        for answer in answered { answer.continuation.resume(returning: answer.outcome) }
+        answered.removeAll(keepingCapacity: true)
     }
 }

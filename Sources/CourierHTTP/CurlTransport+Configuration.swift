@@ -1,4 +1,5 @@
 import CourierCore
+import Foundation
 
 extension CurlTransport {
     /// Settings for a ``CurlTransport``. Every field has a documented default.
@@ -25,6 +26,15 @@ extension CurlTransport {
         public var maxCachedConnections: Int
         /// The `User-Agent` header unless a request sets its own. Default `courier/0.1`.
         public var userAgent: String
+        /// How many threads drive transfers, each with a libcurl multi handle of its own.
+        /// Each request goes to the thread with the fewest requests (the first on a tie), and
+        /// the connection limits above are divided among the threads (see `DriverShares`),
+        /// so together they keep to the limits. A thread runs its transfers' callbacks and
+        /// reads their responses, and under load one thread is the transport's bottleneck; a
+        /// second lets a busy worker use a second core for that. Each thread keeps its own
+        /// connections, so while the worker is busy a host may see one connection per thread
+        /// where one would have done. Default ``defaultDriverThreads``.
+        public var driverThreads: Int
         /// How long the driver's thread waits in `curl_multi_poll` when neither a socket,
         /// a libcurl timer nor a caller wakes it: a safety net only. Tests set it to
         /// minutes, so that a lost wake-up hangs them instead of hiding behind it.
@@ -38,7 +48,8 @@ extension CurlTransport {
             maxHostConnections: Int = 128,
             maxTotalConnections: Int = 0,
             maxCachedConnections: Int = 256,
-            userAgent: String = "courier/0.1"
+            userAgent: String = "courier/0.1",
+            driverThreads: Int = Configuration.defaultDriverThreads
         ) {
             self.maxResponseBodyBytes = maxResponseBodyBytes
             self.allowPrivateNetworks = allowPrivateNetworks
@@ -47,6 +58,20 @@ extension CurlTransport {
             self.maxTotalConnections = maxTotalConnections
             self.maxCachedConnections = maxCachedConnections
             self.userAgent = userAgent
+            self.driverThreads = driverThreads
+        }
+
+        /// Two threads, or one on a one-core machine. On two cores one worker's HTTP drain at
+        /// `--concurrency 256` ran 1.15× as fast with two as with one, and level or faster in
+        /// the other configurations measured (bench/notes.md, session 19). More than two was
+        /// not measured; a fleet scales by running more workers.
+        public static var defaultDriverThreads: Int { min(2, ProcessInfo.processInfo.activeProcessorCount) }
+
+        /// One driver thread's connection limits: its share of the transport's.
+        struct Limits: Equatable {
+            var maxHostConnections: Int
+            var maxTotalConnections: Int
+            var maxCachedConnections: Int
         }
 
         /// Throws naming the first field whose value cannot be used.
@@ -62,6 +87,9 @@ extension CurlTransport {
             }
             if maxCachedConnections < 1 {
                 throw CurlTransportError.invalidConfiguration(field: "maxCachedConnections", reason: "must be 1 or more")
+            }
+            if driverThreads < 1 {
+                throw CurlTransportError.invalidConfiguration(field: "driverThreads", reason: "must be 1 or more")
             }
             if userAgent.utf8.contains(where: { $0 == 13 || $0 == 10 || $0 == 0 }) {
                 throw CurlTransportError.invalidConfiguration(field: "userAgent", reason: "must not contain CR, LF or NUL")

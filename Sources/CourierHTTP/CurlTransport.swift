@@ -1,7 +1,8 @@
 import CourierCore
 /// An ``HTTPTransport`` on libcurl's multi interface.
 ///
-/// One dedicated thread drives a CURLM handle; callers await their outcomes. It keeps
+/// Dedicated threads (``Configuration/driverThreads``) each drive a CURLM handle, and
+/// each request goes to the one with the fewest; callers await their outcomes. It keeps
 /// connections alive and reuses them, speaks HTTP/2 over TLS where the server offers
 /// it, always verifies TLS, follows no redirects, allows only http and https, caps
 /// response bodies, and (unless private networks are allowed) refuses connections to
@@ -13,20 +14,24 @@ import CourierCore
 /// request at most once and reports `.connectionLost` instead. Proxies from the
 /// environment (`http_proxy`, ...) are not used.
 public final class CurlTransport: HTTPTransport, @unchecked Sendable {
-    private let driver: CurlDriver
+    private let drivers: [CurlDriver]
 
-    /// Starts the driver thread.
+    /// Starts the driver threads.
     /// - Throws: ``CurlTransportError`` naming an invalid configuration field, or if
     ///   libcurl cannot be initialised.
     public init(configuration: Configuration = Configuration()) throws {
         try configuration.validate()
-        driver = try CurlDriver(configuration: configuration)
-        driver.start()
+        drivers = try DriverShares(configuration).limits.map { try CurlDriver(configuration: configuration, limits: $0) }
+        for driver in drivers { driver.start() }
     }
 
     deinit {
-        driver.stop()
+        for driver in drivers { driver.stop() }
     }
+
+    /// How many driver threads run: ``Configuration/driverThreads``, or fewer where a
+    /// connection limit is smaller (see `DriverShares`).
+    var driverCount: Int { drivers.count }
 
     /// Sends `request`. Never throws; see ``TransportOutcome``. Cancelling the calling
     /// task aborts the transfer at once and returns `.cancelled(maybeSent:)`, where
@@ -36,7 +41,7 @@ public final class CurlTransport: HTTPTransport, @unchecked Sendable {
         if let refusal = RequestValidation.refusal(for: request) {
             return .blocked(refusal)
         }
-        let driver = self.driver
+        let driver = nextDriver()
         let id = driver.register()
         return await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
@@ -47,11 +52,25 @@ public final class CurlTransport: HTTPTransport, @unchecked Sendable {
         }
     }
 
-    /// Stops the driver thread and waits for it. Requests not yet connected return
+    /// The driver with the fewest requests, the first of those on a tie: a busy worker's
+    /// load spreads over every thread, while requests that come one at a time all go to
+    /// the first and reuse its connection.
+    private func nextDriver() -> CurlDriver {
+        var chosen = drivers[0]
+        guard drivers.count > 1 else { return chosen }
+        var fewest = chosen.requestCount
+        for driver in drivers.dropFirst() where fewest > 0 {
+            let count = driver.requestCount
+            if count < fewest { (chosen, fewest) = (driver, count) }
+        }
+        return chosen
+    }
+
+    /// Stops the driver threads and waits for them. Requests not yet connected return
     /// `.cancelled(maybeSent: false)`; requests already connected return
     /// `.cancelled(maybeSent: true)`, since they may have reached the server. Later
     /// calls to ``send(_:)`` return `.cancelled(maybeSent: false)` at once.
     public func shutdown() {
-        driver.stop()
+        for driver in drivers { driver.stop() }
     }
 }

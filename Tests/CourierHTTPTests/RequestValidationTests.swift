@@ -1,4 +1,5 @@
 import CourierCore
+import Foundation
 import Testing
 @testable import CourierHTTP
 
@@ -78,6 +79,7 @@ struct RequestValidationTests {
         (CurlTransport.Configuration(maxTotalConnections: -5), "maxTotalConnections"),
         (CurlTransport.Configuration(maxCachedConnections: 0), "maxCachedConnections"),
         (CurlTransport.Configuration(userAgent: "a\r\nb"), "userAgent"),
+        (CurlTransport.Configuration(driverThreads: 0), "driverThreads"),
     ])
     func badConfigurationNamesTheField(configuration: CurlTransport.Configuration, field: String) {
         do {
@@ -96,6 +98,7 @@ struct RequestValidationTests {
         #expect(c.maxResponseBodyBytes == 1 << 20)
         #expect(c.allowPrivateNetworks == false)
         #expect(c.userAgent == "courier/0.1")
+        #expect(c.driverThreads == min(2, ProcessInfo.processInfo.activeProcessorCount))
         #expect(c.addressGuard("127.0.0.1") == "in loopback 127.0.0.0/8")
         #expect(c.addressGuard("8.8.8.8") == nil)
     }
