@@ -327,7 +327,8 @@ w("")
 w("Each job is one GET of `http://127.0.0.1:18080/ok` served by the peers' private nginx "
   "(`http/nginx.conf`: 1 worker, keep-alive). Courier: same method as the no-op drain, workers with "
   "`--allow-private-networks`; every job checked to have completed with status 200. PgQueuer + aiohttp: "
-  "its harness (`bench_pgqueuer_http.py drain --client aiohttp --cpu`).")
+  "its harness (`bench_pgqueuer_http.py drain --client aiohttp --cpu`). With a baseline, its drain of "
+  "each configuration runs right after this commit's (`bench/run.sh` alternates them per configuration).")
 w("")
 wrk = D / "wrk.log"
 if wrk.exists():

@@ -20,7 +20,7 @@
 #   DRAIN_NOARCHIVE_CONC ["256,1024"]  --concurrency values of the drains with --retention 0 (no success archive)
 #   DRAIN_WORKERS ["1,2"]    jobworker processes;  DRAIN_CONC ["64,256,1024"]  --concurrency values tried
 #   PGQ_CONFIGS              PgQueuer drain configs "procs qms batch;..." ["2 1 500;2 2 250;1 1 500"]
-#   HTTP_N [50000]           GET jobs per HTTP drain;  HTTP_WORKERS ["1,2"];  HTTP_CONC ["64,256"]
+#   HTTP_N [100000]          GET jobs per HTTP drain;  HTTP_WORKERS ["1,2"];  HTTP_CONC ["64,256"]
 #   PGQ_HTTP_CONFIGS         PgQueuer+aiohttp "procs batch max_tasks;..." ["2 100 1000"] (its best in RESULTS.md)
 #   LAT_N [500]  LAT_INTERVAL_MS [20]      pickup latency: single enqueues, this far apart
 #   MEM_CONC [256]  MEM_DELAY [10]         memory: in-flight slow requests, seconds each takes
@@ -74,7 +74,7 @@ TRAFFIC_WAITING="${TRAFFIC_WAITING:-10000}"
 DRAIN_N="${DRAIN_N:-100000}"; DRAIN_WORKERS="${DRAIN_WORKERS:-1,2}"; DRAIN_CONC="${DRAIN_CONC:-64,256,1024}"
 DRAIN_NOARCHIVE_CONC="${DRAIN_NOARCHIVE_CONC:-256,1024}"
 PGQ_CONFIGS="${PGQ_CONFIGS:-2 1 500;2 2 250;1 1 500}"
-HTTP_N="${HTTP_N:-50000}"; HTTP_WORKERS="${HTTP_WORKERS:-1,2}"; HTTP_CONC="${HTTP_CONC:-64,256}"
+HTTP_N="${HTTP_N:-100000}"; HTTP_WORKERS="${HTTP_WORKERS:-1,2}"; HTTP_CONC="${HTTP_CONC:-64,256}"
 PGQ_HTTP_CONFIGS="${PGQ_HTTP_CONFIGS:-2 100 1000}"
 LAT_N="${LAT_N:-500}"; LAT_INTERVAL_MS="${LAT_INTERVAL_MS:-20}"
 MEM_CONC="${MEM_CONC:-256}"; MEM_DELAY="${MEM_DELAY:-10}"
@@ -243,8 +243,15 @@ if has http; then
   "${PEERS[@]}" "$PY" bench_pgqueuer_http.py setup > "$RUN_DIR/work/pgq_http_setup.log" 2>&1
   for rep in $(seq 1 "$REPS"); do
     say "courier http rep $rep"
-    "${CB[@]}" drain "${COMMON[@]}" --kind http --url http://127.0.0.1:18080/ok --jobs "$HTTP_N" --workers "$HTTP_WORKERS" --concurrency "$HTTP_CONC" --reps 1
-    base drain --kind http --url http://127.0.0.1:18080/ok --jobs "$HTTP_N" --workers "$HTTP_WORKERS" --concurrency "$HTTP_CONC" --reps 1
+    # This commit and the baseline alternate per configuration, so the two drains of a pair
+    # run seconds apart rather than a whole set apart (the box drifts over tens of seconds).
+    IFS=',' read -ra http_workers <<< "$HTTP_WORKERS"; IFS=',' read -ra http_conc <<< "$HTTP_CONC"
+    for w in "${http_workers[@]}"; do
+      for c in "${http_conc[@]}"; do
+        "${CB[@]}" drain "${COMMON[@]}" --kind http --url http://127.0.0.1:18080/ok --jobs "$HTTP_N" --workers "$w" --concurrency "$c" --reps 1
+        base drain --kind http --url http://127.0.0.1:18080/ok --jobs "$HTTP_N" --workers "$w" --concurrency "$c" --reps 1
+      done
+    done
     say "pgqueuer http rep $rep"
     IFS=';' read -ra cfgs <<< "$PGQ_HTTP_CONFIGS"
     for cfg in "${cfgs[@]}"; do
