@@ -62,7 +62,7 @@ struct DriverSharesTests {
             Task { await transport.send(HTTPRequest(url: server.baseURL + "/r\(index)", timeout: .seconds(60))) }
         }
         // Three arrive (two on one thread's connections, one on the other's) and are held.
-        #expect(server.waitForRequests(3))
+        #expect(await eventually { server.requestCount() >= 3 })
         server.releaseHolds()
         for send in sends {
             #expect(await send.value.response?.status == 200)
@@ -81,10 +81,10 @@ struct DriverSharesTests {
         defer { transport.shutdown() }
 
         let first = Task { await transport.send(HTTPRequest(url: server.baseURL + "/a", timeout: .seconds(60))) }
-        #expect(server.waitForRequests(1))
+        #expect(await eventually { server.requestCount() >= 1 })
         let second = Task { await transport.send(HTTPRequest(url: server.baseURL + "/b", timeout: .seconds(60))) }
         // The first thread's one connection to the host is taken: on it, /b would wait.
-        #expect(server.waitForRequests(2))
+        #expect(await eventually { server.requestCount() >= 2 })
         #expect(server.connectionCount == 2)
         server.releaseHolds()
         #expect(await first.value.response?.status == 200)

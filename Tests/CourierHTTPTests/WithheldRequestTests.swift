@@ -56,7 +56,7 @@ struct WithheldRequestTests {
         let allowed = Locked(true)
 
         async let first = transport.send(HTTPRequest(url: server.baseURL + "/first"))
-        #expect(server.waitForRequests(1, path: "/first"), "the first request holds the one connection")
+        #expect(await eventually { server.requestCount(path: "/first") == 1 }, "the first request holds the one connection")
         var second = HTTPRequest(method: "POST", url: server.baseURL + "/second", body: Array("{}".utf8))
         second.mayStillSend = { allowed.withLock { $0 } }
         async let secondOutcome = transport.send(second)
