@@ -46,7 +46,6 @@ final class CurlDriver: @unchecked Sendable {
     private let shared = Locked(Shared())
     private let multi: UnsafeMutableRawPointer
     private let configuration: CurlTransport.Configuration
-    private let limits: CurlTransport.Configuration.Limits
     private let addressGuard: (@Sendable (String) -> String?)?
     private let finished = DispatchSemaphore(value: 0)
     private let driverThread = Locked<pthread_t?>(nil)
@@ -60,18 +59,18 @@ final class CurlDriver: @unchecked Sendable {
     /// without them.
     private var answered: [(id: UInt64, continuation: CheckedContinuation<TransportOutcome, Never>, outcome: TransportOutcome)] = []
 
-    /// - Parameter limits: this driver's share of the transport's connection limits.
-    init(configuration: CurlTransport.Configuration, limits: CurlTransport.Configuration.Limits) throws {
+    /// - Parameter configuration: this driver's, with its share of the transport's connection
+    ///   limits (see `DriverShares`).
+    init(configuration: CurlTransport.Configuration) throws {
         guard curlGlobalSetup == CURLE_OK, let multi = curl_multi_init() else {
             throw CurlTransportError.curlInitFailed
         }
         self.multi = multi
         self.configuration = configuration
-        self.limits = limits
         self.addressGuard = configuration.allowPrivateNetworks ? nil : configuration.addressGuard
-        _ = courier_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, limits.maxHostConnections)
-        _ = courier_multi_setopt_long(multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, limits.maxTotalConnections)
-        _ = courier_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, limits.maxCachedConnections)
+        _ = courier_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, configuration.maxHostConnections)
+        _ = courier_multi_setopt_long(multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, configuration.maxTotalConnections)
+        _ = courier_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, configuration.maxCachedConnections)
         _ = courier_multi_setopt_long(multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX)
     }
 
@@ -276,7 +275,7 @@ final class CurlDriver: @unchecked Sendable {
             transfer.headerList = nil
         }
         curl_easy_reset(transfer.easy)
-        if idleHandles.count < limits.maxCachedConnections {
+        if idleHandles.count < configuration.maxCachedConnections {
             idleHandles.append(transfer.easy)
         } else {
             curl_easy_cleanup(transfer.easy)

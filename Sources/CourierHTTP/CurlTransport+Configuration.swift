@@ -67,13 +67,6 @@ extension CurlTransport {
         /// not measured; a fleet scales by running more workers.
         public static var defaultDriverThreads: Int { min(2, ProcessInfo.processInfo.activeProcessorCount) }
 
-        /// One driver thread's connection limits: its share of the transport's.
-        struct Limits: Equatable {
-            var maxHostConnections: Int
-            var maxTotalConnections: Int
-            var maxCachedConnections: Int
-        }
-
         /// Throws naming the first field whose value cannot be used.
         func validate() throws {
             if maxResponseBodyBytes < 0 {

@@ -21,7 +21,7 @@ public final class CurlTransport: HTTPTransport, @unchecked Sendable {
     ///   libcurl cannot be initialised.
     public init(configuration: Configuration = Configuration()) throws {
         try configuration.validate()
-        drivers = try DriverShares(configuration).limits.map { try CurlDriver(configuration: configuration, limits: $0) }
+        drivers = try DriverShares(configuration).configurations.map { try CurlDriver(configuration: $0) }
         for driver in drivers { driver.start() }
     }
 

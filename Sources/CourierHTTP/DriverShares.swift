@@ -6,9 +6,10 @@
 /// allows, nor more in total. A limit smaller than the thread count would leave some
 /// thread a share of 0, which libcurl reads as "no limit", so the transport then runs
 /// fewer threads instead.
-struct DriverShares: Equatable {
-    /// Each driver thread's connection limits, one entry per thread.
-    let limits: [CurlTransport.Configuration.Limits]
+struct DriverShares {
+    /// Each driver thread's configuration, one per thread: the transport's, with the
+    /// thread's share of each connection limit.
+    let configurations: [CurlTransport.Configuration]
 
     init(_ configuration: CurlTransport.Configuration) {
         var threads = max(1, configuration.driverThreads)
@@ -17,11 +18,12 @@ struct DriverShares: Equatable {
         where limit > 0 {
             threads = min(threads, limit)
         }
-        limits = (0..<threads).map { index in
-            CurlTransport.Configuration.Limits(
-                maxHostConnections: Self.share(of: configuration.maxHostConnections, thread: index, of: threads),
-                maxTotalConnections: Self.share(of: configuration.maxTotalConnections, thread: index, of: threads),
-                maxCachedConnections: Self.share(of: configuration.maxCachedConnections, thread: index, of: threads))
+        configurations = (0..<threads).map { index in
+            var share = configuration
+            share.maxHostConnections = Self.share(of: configuration.maxHostConnections, thread: index, of: threads)
+            share.maxTotalConnections = Self.share(of: configuration.maxTotalConnections, thread: index, of: threads)
+            share.maxCachedConnections = Self.share(of: configuration.maxCachedConnections, thread: index, of: threads)
+            return share
         }
     }
 

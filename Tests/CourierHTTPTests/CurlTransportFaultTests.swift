@@ -138,10 +138,12 @@ struct CurlTransportFaultTests {
         #expect(Set(server.requests.map(\.bodyText)) == Set((0..<200).map { "\($0)" }))
     }
 
+    /// With two driver threads too: a request goes to the less busy thread, the first on a
+    /// tie, so requests one at a time all go to the first and its connection.
     @Test func sequentialRequestsReuseTheConnection() async throws {
         let server = try FaultServer()
         defer { server.stop() }
-        let transport = try makeTransport()
+        let transport = try makeTransport(driverThreads: 2)
         defer { transport.shutdown() }
 
         for i in 0..<20 {

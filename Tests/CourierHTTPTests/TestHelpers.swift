@@ -9,13 +9,15 @@ func makeTransport(
     maxResponseBodyBytes: Int = 1 << 20,
     maxHostConnections: Int = 128,
     addressGuard: (@Sendable (String) -> String?)? = nil,
-    idleWaitMilliseconds: Int32? = nil
+    idleWaitMilliseconds: Int32? = nil,
+    driverThreads: Int = CurlTransport.Configuration.defaultDriverThreads
 ) throws -> CurlTransport {
     var configuration = CurlTransport.Configuration(
         maxResponseBodyBytes: maxResponseBodyBytes,
         allowPrivateNetworks: allowPrivateNetworks,
         addressGuard: addressGuard,
-        maxHostConnections: maxHostConnections
+        maxHostConnections: maxHostConnections,
+        driverThreads: driverThreads
     )
     if let idleWaitMilliseconds { configuration.idleWaitMilliseconds = idleWaitMilliseconds }
     return try CurlTransport(configuration: configuration)
