@@ -164,7 +164,7 @@ import Testing
         try await Task.sleep(for: .seconds(1))
         let (status, output) = try SpawnedProcess.run("jobctl", ["enqueue", "--url", server.baseURL + "/hello", "--database-url", url])
         #expect(status == 0, "enqueue: \(output)")
-        #expect(server.waitForRequests(1, path: "/hello", timeout: .seconds(30)), "NOTIFY woke the worker: \(worker.output)")
+        #expect(try await eventually { server.requestCount(path: "/hello") >= 1 }, "NOTIFY woke the worker: \(worker.output)")
         worker.signal(SIGTERM)
         #expect(await worker.waitForExit(timeout: .seconds(20)) == 0)
         #expect(!worker.output.contains("polling every"), "the worker listened instead of polling: \(worker.output)")
@@ -183,14 +183,5 @@ import Testing
         defer { worker.cleanUp() }
         #expect(await worker.waitForExit(timeout: .seconds(60)) == 1, "the worker stops by itself: \(worker.output)")
         #expect(worker.output.contains("statement pool mode"), "\(worker.output)")
-    }
-
-    func eventually(timeout: Duration = .seconds(30), _ condition: () throws -> Bool) async throws -> Bool {
-        let end = ContinuousClock.now + timeout
-        while ContinuousClock.now < end {
-            if try condition() { return true }
-            try await Task.sleep(for: .milliseconds(100))
-        }
-        return try condition()
     }
 }
