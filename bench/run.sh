@@ -23,6 +23,8 @@
 #   HTTP_N [100000]          GET jobs per HTTP drain;  HTTP_WORKERS ["1,2"];  HTTP_CONC ["64,256"]
 #   PGQ_HTTP_CONFIGS         PgQueuer+aiohttp "procs batch max_tasks;..." ["2 100 1000"] (its best in RESULTS.md)
 #   LAT_N [500]  LAT_INTERVAL_MS [20]      pickup latency: single enqueues, this far apart
+#   LAT_AHEAD [1000]         pickup latency once more (Courier and the baseline), with this many jobs scheduled a day
+#                            ahead in the queue, as retries in backoff leave in a production queue (0: skipped)
 #   MEM_CONC [256]  MEM_DELAY [10]         memory: in-flight slow requests, seconds each takes
 #   TRAFFIC_JOBS [50000]  TRAFFIC_DESTINATIONS [100]  TRAFFIC_WAITING [10000]   traffic: claim cost
 #   FAIR_BACKLOG [200000]  FAIR_N [100]  FAIR_INTERVAL_MS [100]   fair: a trickle's pickup behind a backlog
@@ -76,7 +78,7 @@ DRAIN_NOARCHIVE_CONC="${DRAIN_NOARCHIVE_CONC:-256,1024}"
 PGQ_CONFIGS="${PGQ_CONFIGS:-2 1 500;2 2 250;1 1 500}"
 HTTP_N="${HTTP_N:-100000}"; HTTP_WORKERS="${HTTP_WORKERS:-1,2}"; HTTP_CONC="${HTTP_CONC:-64,256}"
 PGQ_HTTP_CONFIGS="${PGQ_HTTP_CONFIGS:-2 100 1000}"
-LAT_N="${LAT_N:-500}"; LAT_INTERVAL_MS="${LAT_INTERVAL_MS:-20}"
+LAT_N="${LAT_N:-500}"; LAT_INTERVAL_MS="${LAT_INTERVAL_MS:-20}"; LAT_AHEAD="${LAT_AHEAD:-1000}"
 MEM_CONC="${MEM_CONC:-256}"; MEM_DELAY="${MEM_DELAY:-10}"
 ENQ_LINES="${ENQ_LINES:-100000}"; ENQ_SQL_CALLS="${ENQ_SQL_CALLS:-10000}"
 PGB_CLIENTS="${PGB_CLIENTS:-1,2,4}"; PGB_T="${PGB_T:-5}"; PGB_FILL="${PGB_FILL:-600000}"
@@ -271,6 +273,10 @@ if has latency; then
     "${CB[@]}" latency "${COMMON[@]}" --jobs "$LAT_N" --interval-ms "$LAT_INTERVAL_MS" --reps 1
     base latency --jobs "$LAT_N" --interval-ms "$LAT_INTERVAL_MS" --reps 1
     "${PEERS[@]}" "$PY" bench_pgqueuer.py latency --n "$LAT_N" --interval "$(python3 -c "print($LAT_INTERVAL_MS/1000)")" --procs 1 --qms 1 --batch 10 --reps 1
+    if [ "$LAT_AHEAD" -gt 0 ]; then
+      "${CB[@]}" latency "${COMMON[@]}" --jobs "$LAT_N" --interval-ms "$LAT_INTERVAL_MS" --scheduled-ahead "$LAT_AHEAD" --reps 1
+      base latency --jobs "$LAT_N" --interval-ms "$LAT_INTERVAL_MS" --scheduled-ahead "$LAT_AHEAD" --reps 1
+    fi
   done
   say "latency end"
 fi
