@@ -11,18 +11,22 @@ struct DriverShares {
     /// thread's share of each connection limit.
     let configurations: [CurlTransport.Configuration]
 
+    /// The limits divided among the threads, each written once here.
+    static let limits: [WritableKeyPath<CurlTransport.Configuration, Int> & Sendable] = [
+        \.maxHostConnections, \.maxTotalConnections, \.maxCachedConnections,
+    ]
+
     init(_ configuration: CurlTransport.Configuration) {
         var threads = max(1, configuration.driverThreads)
         // Every positive limit must give each thread at least one connection.
-        for limit in [configuration.maxHostConnections, configuration.maxTotalConnections, configuration.maxCachedConnections]
-        where limit > 0 {
+        for limit in Self.limits.map({ configuration[keyPath: $0] }) where limit > 0 {
             threads = min(threads, limit)
         }
         configurations = (0..<threads).map { index in
             var share = configuration
-            share.maxHostConnections = Self.share(of: configuration.maxHostConnections, thread: index, of: threads)
-            share.maxTotalConnections = Self.share(of: configuration.maxTotalConnections, thread: index, of: threads)
-            share.maxCachedConnections = Self.share(of: configuration.maxCachedConnections, thread: index, of: threads)
+            for limit in Self.limits {
+                share[keyPath: limit] = Self.share(of: configuration[keyPath: limit], thread: index, of: threads)
+            }
             return share
         }
     }
