@@ -95,9 +95,17 @@ raw_limit_med = med([r["jobs_per_s"] for r in raw_limit_rows])
 pgqh = by([r for r in pgq_http if r.get("mode", r.get("kind")) == "drain"], "procs", "batch_size", "max_concurrent_tasks")
 pgqh_best_key, pgqh_best = best(pgqh)
 pgqh_best_med = med([r["jobs_per_s"] for r in pgqh_best])
-# Pickup on an empty queue, and (LAT_AHEAD) behind jobs scheduled a day ahead in the same queue.
-lat = [r for r in courier if r["bench"] == "latency" and not r.get("scheduled_ahead")]
-lat_ahead = [r for r in courier if r["bench"] == "latency" and r.get("scheduled_ahead")]
+def split_latency(rs: list[dict]) -> tuple[list[dict], list[dict]]:
+    """Pickup rows on an empty queue, and (LAT_AHEAD) behind jobs scheduled a day ahead in the same queue."""
+    pickups = [r for r in rs if r["bench"] == "latency"]
+    return [r for r in pickups if not r.get("scheduled_ahead")], [r for r in pickups if r.get("scheduled_ahead")]
+
+
+def ahead_label(rs: list[dict]) -> str:
+    return f"{rs[0]['scheduled_ahead']:,} jobs scheduled ahead"
+
+
+lat, lat_ahead = split_latency(courier)
 pgq_lat = [r for r in pgq if r["kind"] == "latency"]
 mem = [r for r in courier if r["bench"] == "memory"]
 enq = [r for r in courier if r["bench"] == "enqueue"]
@@ -364,14 +372,17 @@ w("Courier: one idle jobworker (`--concurrency 32`); the bench process calls SQL
 w("")
 w("| who | measured | p50 ms | p90 ms | p99 ms | max ms |")
 w("|---|---|---|---|---|---|")
+def pickup_row(who: str, label: str, rs: list[dict], key: str) -> None:
+    w(f"| {who} | {label} (n={rs[0]['n']}) | " + " | ".join(
+        cell([r[key][p] for r in rs], "{:.2f}") for p in ("p50_ms", "p90_ms", "p99_ms", "max_ms")) + " |")
+
+
 for label, key in (("commit → request read by server", "from_commit"), ("before enqueue call → request read", "from_enqueue_call"),
                    ("enqueue call + commit alone", "enqueue_commit_ms")):
     if lat:
-        w(f"| Courier | {label} (n={lat[0]['n']}) | " + " | ".join(
-            cell([r[key][p] for r in lat], "{:.2f}") for p in ("p50_ms", "p90_ms", "p99_ms", "max_ms")) + " |")
+        pickup_row("Courier", label, lat, key)
 if lat_ahead:
-    w(f"| Courier, {lat_ahead[0]['scheduled_ahead']:,} jobs scheduled ahead | commit → request read by server (n={lat_ahead[0]['n']}) | " + " | ".join(
-        cell([r["from_commit"][p] for r in lat_ahead], "{:.2f}") for p in ("p50_ms", "p90_ms", "p99_ms", "max_ms")) + " |")
+    pickup_row(f"Courier, {ahead_label(lat_ahead)}", "commit → request read by server", lat_ahead, "from_commit")
 if pgq_lat:
     w(f"| PgQueuer | before enqueue call → handler (n={pgq_lat[0]['n']}) | " + " | ".join(
         cell([r[p] for r in pgq_lat], "{:.2f}") for p in ("p50_ms", "p90_ms", "p99_ms", "max_ms")) + " |")
@@ -630,10 +641,11 @@ if baseline:
             a = [r["jobs_per_s"] for r in now_groups[key]]
             b = [r["jobs_per_s"] for r in base_groups[key]]
             w(f"| {label}, {key[0]} worker(s), --concurrency {key[1]}, jobs/s | {cell(a)} | {cell(b)} | {ratio(med(a), med(b)):.2f}× |")
-    base_lat = [r for r in baseline if r["bench"] == "latency" and not r.get("scheduled_ahead")]
-    base_lat_ahead = [r for r in baseline if r["bench"] == "latency" and r.get("scheduled_ahead")]
-    for mine, theirs, where in ((lat, base_lat, "empty queue"),
-                                (lat_ahead, base_lat_ahead, f"{lat_ahead[0]['scheduled_ahead']:,} jobs scheduled ahead" if lat_ahead else "")):
+    base_lat, base_lat_ahead = split_latency(baseline)
+    pairs = [(lat, base_lat, "empty queue")]
+    if lat_ahead:
+        pairs.append((lat_ahead, base_lat_ahead, ahead_label(lat_ahead)))
+    for mine, theirs, where in pairs:
         if not (mine and theirs):
             continue
         for p in ("p50_ms", "p99_ms"):
