@@ -4,17 +4,22 @@ import Postgres
 /// Statements about `courier.breakers`: one row per destination that has needed one.
 public enum BreakersTable {
     /// The destinations whose jobs are held back right now, by their breaker (not closed,
-    /// or a Retry-After pause in force: `courier.holds_back`, the claim's rule) or
-    /// a pause (`jobctl destination pause`); at most `limit`, in name order.
+    /// or a Retry-After pause in force: `courier.breakers_holding_back()`, the claim's rule
+    /// as a set) or a pause (`jobctl destination pause`); at most `limit`, in name order.
+    /// Every worker reads this each second, so it reads only those rows, through partial
+    /// indexes (a paused destination is gated), never the tables whole (sql/0038).
     public static func heldBack(limit: Int, on connection: PostgresConnection) throws -> [String] {
-        try connection.query(PostgresQuery(unsafeSQL: """
-            select b.destination from courier.breakers b where courier.holds_back(b)
-            union
-            select d.destination from courier.destinations d where d.paused
-            order by 1
-            limit $1
-            """, binds: [limit])).rows.map { try $0.decode(0, as: String.self) }
+        try connection.query(PostgresQuery(unsafeSQL: heldBackSQL, binds: [limit])).rows.map { try $0.decode(0, as: String.self) }
     }
+
+    /// ``heldBack(limit:on:)``'s statement: $1 the limit. Public so tests can measure what it reads.
+    public static let heldBackSQL = """
+        select h.destination from courier.breakers_holding_back() h
+        union
+        select d.destination from courier.destinations d where d.gated and d.paused
+        order by 1
+        limit $1
+        """
 
     /// Holds a destination back until now + `milliseconds` (Retry-After). Its waiting
     /// jobs are not claimed meanwhile and so use no attempts. Never shortens a pause.
@@ -79,19 +84,24 @@ extension BreakersTable {
     /// job per due breaker through `jobs_destination_idx`. Written as `exists (...)`, the
     /// planner turned it into a semi-join that scanned every waiting job (O(backlog) on
     /// every maintenance tick of every worker: 13 ms per call at 50k waiting jobs).
+    /// `b.state <> 'closed'` is breakers_not_closed_idx's predicate, so the breakers read are
+    /// the few not closed, not every destination that ever had one (sql/0038).
     public static func dueForProbe(queues: [String], on connection: PostgresConnection) throws -> [String] {
-        try connection.query("""
-            select b.destination from courier.breakers b
-            cross join lateral (
-                select 1 from courier.jobs j
-                where j.destination = b.destination and j.state = 'available' and j.queue = any(\(queues))
-                  and j.run_at <= now()
-                limit 1) runnable
-            where not b.forced
-              and (b.not_before is null or b.not_before <= now())
-              and ((b.state = 'open' and b.open_until <= now()) or (b.state = 'half_open' and b.probe_lease_until < now()))
-            """).rows.map { try $0.decode(0, as: String.self) }
+        try connection.query(PostgresQuery(unsafeSQL: dueForProbeSQL, binds: [queues])).rows.map { try $0.decode(0, as: String.self) }
     }
+
+    /// ``dueForProbe(queues:on:)``'s statement: $1 the queues. Public so tests can measure what it reads.
+    public static let dueForProbeSQL = """
+        select b.destination from courier.breakers b
+        cross join lateral (
+            select 1 from courier.jobs j
+            where j.destination = b.destination and j.state = 'available' and j.queue = any($1::text[])
+              and j.run_at <= now()
+            limit 1) runnable
+        where b.state <> 'closed' and not b.forced
+          and (b.not_before is null or b.not_before <= now())
+          and ((b.state = 'open' and b.open_until <= now()) or (b.state = 'half_open' and b.probe_lease_until < now()))
+        """
 
     /// Renews the probe lease `worker` holds for `destination` while its request runs.
     /// Returns false when the probe's generation is no longer current (taken over or settled).

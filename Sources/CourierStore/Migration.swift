@@ -49,6 +49,8 @@ extension Migration {
         Migration(version: 36, name: "0036_claim_fewer_statements.sql", bytes: PackageResources._036_claim_fewer_statements_sql),
         Migration(version: 37, name: "0037_claim_looks_for_priorities_from_one_end.sql",
                   bytes: PackageResources._037_claim_looks_for_priorities_from_one_end_sql),
+        Migration(version: 38, name: "0038_keeper_and_prober_read_only_what_holds_back.sql",
+                  bytes: PackageResources._038_keeper_and_prober_read_only_what_holds_back_sql),
     ]
 
     init(version: Int, name: String, bytes: [UInt8]) {
