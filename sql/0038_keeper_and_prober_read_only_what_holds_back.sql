@@ -17,7 +17,7 @@
 --   breakers_not_before_idx the Retry-After pauses by their end, so `not_before > now()`
 --   reads only those still in force;
 -- * courier.breakers_holding_back() is courier.holds_back's rule as a set, read through
---   those two indexes (ClaimScanTests checks the two agree, row by row);
+--   those two indexes (HousekeepingScanTests checks the two agree, row by row);
 -- * the keeper's hold and gate steps take their destinations from it and from
 --   destinations_gated_idx, in name order as before (sorted by the aggregate: sorts stay
 --   off for the function, whose batches depend on it; see 0035). The rest of the function
