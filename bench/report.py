@@ -237,7 +237,8 @@ ppath = D / "phases.log"
 if ppath.exists():
     for line in ppath.read_text().splitlines():
         parts = line.split(" ", 2)
-        if len(parts) == 3:
+        # "settled: ..." / "settle: ..." lines note how the run quieted down inside a phase; they start none.
+        if len(parts) == 3 and not parts[2].startswith("settle"):
             phases.append((datetime.fromisoformat(parts[1].rstrip("Z")), parts[2]))
 
 
