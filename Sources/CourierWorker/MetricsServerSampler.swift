@@ -6,6 +6,12 @@ import Foundation
 /// from the database for `/metrics`, on its own thread and its own connection,
 /// at most once per interval. Requests never wait for the database: they read the
 /// last sample, and its age is exported so a stale sample is visible.
+///
+/// The fleet-wide figures count whole tables (every job, every breaker), so they are read
+/// only where they are exported: on the fleet reporter. The other workers read who the
+/// reporter is and nothing else. And a sample that takes long spaces the next one out
+/// (``delay(afterSampleTook:interval:)``), so sampling never keeps PostgreSQL busy more than
+/// a twentieth of the time, however big the tables grow.
 public final class MetricsServerSampler: @unchecked Sendable {
     /// One reading of the database.
     public struct Sample: Sendable {
@@ -38,8 +44,13 @@ public final class MetricsServerSampler: @unchecked Sendable {
     /// The most breakers exported one by one (the rest are only counted per state).
     static let openBreakerLimit = 200
 
+    /// Sampling keeps the database busy at most one part in this many (see ``delay(afterSampleTook:interval:)``).
+    static let busyShareLimit = 20
+
     private let database: DatabaseConfiguration
     private let interval: Duration
+    /// This worker's id (lower-case UUID), to tell whether it is the fleet reporter.
+    private let workerID: String?
     private let logger: Logger
     private let lock = NSLock()
     private var current = Status()
@@ -55,8 +66,12 @@ public final class MetricsServerSampler: @unchecked Sendable {
     /// - Parameters:
     ///   - interval: the time between samples. Default 5 s.
     ///   - servedQueues: the worker's queues, exported with depth 0 while empty.
-    public init(database: DatabaseConfiguration, interval: Duration = .seconds(5), logger: Logger, servedQueues: [String] = []) {
+    ///   - workerID: this worker's id; while another live worker is the fleet reporter, only
+    ///     that is read. Nil: always read everything.
+    public init(database: DatabaseConfiguration, interval: Duration = .seconds(5), logger: Logger, servedQueues: [String] = [],
+                workerID: UUID? = nil) {
         knownQueues = Set(servedQueues)
+        self.workerID = workerID?.uuidString.lowercased()
         var configuration = database
         configuration.applicationName = "courier-metrics"
         self.database = configuration
@@ -96,10 +111,16 @@ public final class MetricsServerSampler: @unchecked Sendable {
         let session = StoreSession(configuration: database, statementTimeout: .seconds(10), pause: { _ in })
         defer { session.close() }
         var failing = false
+        let clock = ContinuousClock()
         while !isStopping {
-            switch session.run({ try Self.sample(from: $0) }) {
+            let began = clock.now
+            let result = session.run { try Self.sample(from: $0, workerID: self.workerID) }
+            let took = clock.now - began
+            switch result {
             case .success(var sample):
-                sample.queueDepths = Self.zeroFilled(sample.queueDepths, known: &knownQueues)
+                if Self.exportsFleet(reporter: sample.fleetReporter, workerID: workerID) {
+                    sample.queueDepths = Self.zeroFilled(sample.queueDepths, known: &knownQueues)
+                }
                 lock.withLock {
                     current.latest = sample
                     current.successes += 1
@@ -115,8 +136,15 @@ public final class MetricsServerSampler: @unchecked Sendable {
                     logger.warning("metrics sampling failed; serving the last sample", [("error", error.description)])
                 }
             }
-            wake.wait(timeout: interval)
+            wake.wait(timeout: Self.delay(afterSampleTook: took, interval: interval))
         }
+    }
+
+    /// The wait before the next sample: `interval`, or longer when the last sample took more
+    /// than a ``busyShareLimit``th of it (a queue of millions counts for seconds), so the
+    /// sampler is busy at most that share of the time. Pure, for tests.
+    static func delay(afterSampleTook took: Duration, interval: Duration) -> Duration {
+        max(interval, took * busyShareLimit)
     }
 
     /// `depths` with a 0 for each state of every known queue that has no row, so a queue's
@@ -132,11 +160,25 @@ public final class MetricsServerSampler: @unchecked Sendable {
         return result.sorted { ($0.queue, $0.state) < ($1.queue, $1.state) }
     }
 
-    /// Reads one sample. The statements are read-only.
-    static func sample(from store: any WorkerStore) throws -> Sample {
-        Sample(takenAt: Date(), queueDepths: try store.statsQueueDepths(), deadLetters: try store.statsDeadLetterCounts(),
-               breakerStates: try store.statsBreakerStates(), openBreakers: try store.statsOpenBreakers(limit: openBreakerLimit),
-               breakerTransitions: try store.statsBreakerTransitionCounts(), liveWorkers: try store.statsLiveWorkerCount(),
-               fleetReporter: try store.statsFleetReporter()?.uuidString.lowercased())
+    /// Whether the worker `workerID` exports the fleet-wide families when `reporter` is the
+    /// fleet reporter: when it is the reporter, or when no reporter (or no id) is known.
+    static func exportsFleet(reporter: String?, workerID: String?) -> Bool {
+        guard let reporter, let workerID else { return true }
+        return reporter == workerID
+    }
+
+    /// Reads one sample. The statements are read-only. When another live worker than
+    /// `workerID` is the fleet reporter, the fleet-wide figures are left empty, not read:
+    /// this worker exports them without samples (`PrometheusText.workerPage`).
+    static func sample(from store: any WorkerStore, workerID: String? = nil) throws -> Sample {
+        let reporter = try store.statsFleetReporter()?.uuidString.lowercased()
+        if !exportsFleet(reporter: reporter, workerID: workerID) {
+            return Sample(takenAt: Date(), queueDepths: [], deadLetters: [:], breakerStates: [:], openBreakers: [],
+                          breakerTransitions: [], liveWorkers: 0, fleetReporter: reporter)
+        }
+        return Sample(takenAt: Date(), queueDepths: try store.statsQueueDepths(), deadLetters: try store.statsDeadLetterCounts(),
+                      breakerStates: try store.statsBreakerStates(), openBreakers: try store.statsOpenBreakers(limit: openBreakerLimit),
+                      breakerTransitions: try store.statsBreakerTransitionCounts(), liveWorkers: try store.statsLiveWorkerCount(),
+                      fleetReporter: reporter)
     }
 }

@@ -130,7 +130,7 @@ extension PrometheusText {
         // Fleet-wide figures are exported by one worker only (the live worker with the
         // smallest id), so a sum over workers counts each once.
         let reporter = sampling.latest?.fleetReporter
-        let reports = reporter == nil || reporter == state.workerID.lowercased()
+        let reports = MetricsServerSampler.exportsFleet(reporter: reporter, workerID: state.workerID.lowercased())
         page.single("courier_fleet_reporter", .gauge,
                     help: "1 on the one worker that exports the fleet-wide (Sampled) families; the others export them without samples.",
                     sampling.latest != nil && reports ? 1 : 0)

@@ -28,7 +28,7 @@ public final class WorkerEndpoint: Sendable {
                              limits: HTTPServer.Limits = HTTPServer.Limits(),
                              sampleInterval: Duration = .seconds(5)) throws(HTTPServerError) -> WorkerEndpoint {
         let sampler = MetricsServerSampler(database: worker.configuration.database, interval: sampleInterval, logger: logger,
-                                           servedQueues: worker.configuration.queues)
+                                           servedQueues: worker.configuration.queues, workerID: worker.id)
         let server = HTTPServer(address: address, limits: limits, router: router(state: { worker.metricsState }, page: {
             PrometheusText.workerPage(metrics: worker.metrics.snapshot(), state: worker.metricsState, sampling: sampler.status)
                 + PrometheusText.trafficPage(worker.traffic.destinations)
