@@ -79,10 +79,6 @@ import Testing
         return batch
     }
 
-    func count(_ sql: String, on db: PostgresConnection) throws -> Int {
-        try db.query(PostgresQuery(unsafeSQL: sql, binds: [])).rows[0].decode(0, as: Int.self)
-    }
-
     @Test func aClaimTouchesNoneOf150kJobsScheduledAheadInFivePriorities() throws {
         try CourierTestDatabase.with { (_, db) throws in
             try insert(150_000, dueInSeconds: 3600, priorities: 5, on: db)

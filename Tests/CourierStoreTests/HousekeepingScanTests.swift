@@ -33,12 +33,8 @@ import Testing
         limit $1
         """
 
-    func count(_ sql: String, on db: PostgresConnection) throws -> Int {
-        try db.query(PostgresQuery(unsafeSQL: sql)).rows[0].decode(0, as: Int.self)
-    }
-
-    func names(_ sql: String, _ binds: [any PostgresEncodable] = [], on db: PostgresConnection) throws -> [String] {
-        try db.query(PostgresQuery(unsafeSQL: sql, binds: binds)).rows.map { try $0.decode(0, as: String.self) }
+    func names(_ sql: String, on db: PostgresConnection) throws -> [String] {
+        try db.query(PostgresQuery(unsafeSQL: sql)).rows.map { try $0.decode(0, as: String.self) }
     }
 
     @Test func theHoldingBackSetIsHoldsBacksRuleRowByRow() throws {

@@ -28,10 +28,6 @@ import Testing
             """)
     }
 
-    func count(_ sql: String, on db: PostgresConnection) throws -> Int {
-        try db.query(PostgresQuery(unsafeSQL: sql, binds: [])).rows[0].decode(0, as: Int.self)
-    }
-
     @Test func twoWorkersPrune200kArchivedRowsConcurrentlyWithoutSharingRowsAndReachTheTarget() async throws {
         let database = try CourierTestDatabase.create()
         defer { try? database.drop() }
