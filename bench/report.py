@@ -237,8 +237,7 @@ ppath = D / "phases.log"
 if ppath.exists():
     for line in ppath.read_text().splitlines():
         parts = line.split(" ", 2)
-        # "settled: ..." / "settle: ..." lines note how the run quieted down inside a phase; they start none.
-        if len(parts) == 3 and not parts[2].startswith("settle"):
+        if len(parts) == 3:
             phases.append((datetime.fromisoformat(parts[1].rstrip("Z")), parts[2]))
 
 

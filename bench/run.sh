@@ -202,18 +202,17 @@ if [ -n "$BASE_BIN" ]; then
   "$BASE_BIN/jobctl" migrate --database-url "dbname=courier_bench_base" > "$RUN_DIR/work/baseline-migrate.log"
 fi
 has() { [[ " $ONLY " == *" $1 "* ]]; }
-# Before a phase that measures single milliseconds: a checkpoint, then wait (up to a minute,
-# one look a second at pg_stat_activity) until no autovacuum worker is cleaning up after the
-# drains before it (the phases log says how long that took).
+# Before a phase that measures single milliseconds, a phase of its own: a checkpoint, then wait
+# (up to a minute, one look a second at pg_stat_activity) until no autovacuum worker is cleaning
+# up after the drains before it. How long it took is its row in RESULTS.md's vmstat table.
 settle() {
+  say "settle"
   psql -qAtX -c checkpoint >/dev/null
-  for waited in $(seq 0 60); do
-    if [ "$(psql -qAtX -c "select count(*) from pg_stat_activity where backend_type = 'autovacuum worker'")" = 0 ]; then
-      say "settled: checkpoint, then ${waited} s waiting for autovacuum"; return 0
-    fi
+  for _ in $(seq 1 60); do
+    [ "$(psql -qAtX -c "select count(*) from pg_stat_activity where backend_type = 'autovacuum worker'")" = 0 ] && return 0
     sleep 1
   done
-  say "settle: autovacuum still running after 60 s; measuring anyway"
+  echo "settle: autovacuum still running after 60 s; measuring anyway" >&2
 }
 # The same measurement with the baseline's jobworker on its own database, into rows of their own (no-op without BASELINE).
 base() { [ -z "$BASE_BIN" ] || "${CB[@]}" "$1" --db courier_bench_base --bin-dir "$BASE_BIN" --work-dir "$RUN_DIR/work" \
@@ -280,19 +279,23 @@ fi
 
 # ---- 8. pickup latency
 if has latency; then
-  say "latency"
   "${PEERS[@]}" "$PY" bench_pgqueuer.py setup > "$RUN_DIR/work/pgq_setup2.log" 2>&1
   settle
+  say "latency"
   # Courier and the baseline take turns going first (odd reps Courier, even reps the
   # baseline), so neither always meets what the run before it left behind.
   head_latency() { "${CB[@]}" latency "${COMMON[@]}" --jobs "$LAT_N" --interval-ms "$LAT_INTERVAL_MS" --reps 1 "$@"; }
   base_latency() { base latency --jobs "$LAT_N" --interval-ms "$LAT_INTERVAL_MS" --reps 1 "$@"; }
-  in_turn() { if [ $((rep % 2)) = 1 ]; then head_latency "$@"; base_latency "$@"; else base_latency "$@"; head_latency "$@"; fi; }
+  # $1: the repetition; the rest are passed on.
+  in_turn() {
+    local rep="$1"; shift
+    if [ $((rep % 2)) = 1 ]; then head_latency "$@"; base_latency "$@"; else base_latency "$@"; head_latency "$@"; fi
+  }
   for rep in $(seq 1 "$REPS"); do
-    in_turn
+    in_turn "$rep"
     "${PEERS[@]}" "$PY" bench_pgqueuer.py latency --n "$LAT_N" --interval "$(python3 -c "print($LAT_INTERVAL_MS/1000)")" --procs 1 --qms 1 --batch 10 --reps 1
     if [ "$LAT_AHEAD" -gt 0 ]; then
-      in_turn --scheduled-ahead "$LAT_AHEAD"
+      in_turn "$rep" --scheduled-ahead "$LAT_AHEAD"
     fi
   done
   say "latency end"
