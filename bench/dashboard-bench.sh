@@ -2,7 +2,8 @@
 # Page and API latency of `jobctl dashboard` at size: JOBS jobs and DEAD dead letters,
 # generated with one INSERT ... SELECT generate_series each (not through the API), on a
 # private PostgreSQL. Prints one line per URL (median, p95 and max of ROUNDS requests,
-# in ms, measured by curl) and appends the table to bench/results/dashboard-<date>.md.
+# in ms, measured by curl) and writes the table to bench/results/dashboard-latest.md,
+# replacing the last run's (git keeps earlier runs; docs/performance.md quotes the latest).
 #
 #   bench/dashboard-bench.sh                      # 10M jobs, 1M dead letters
 #   JOBS=1000000 DEAD=100000 bench/dashboard-bench.sh   # a reduced size
@@ -82,7 +83,8 @@ urls=(
     "/dead/replay?reason=ambiguous&destination=http%3A%2F%2Fd17.example%3A80" "/dead/replay?reason=ambiguous"
     "/breakers" "/api/breakers" "/destinations" "/workers" "/api/workers" "/schedules"
 )
-out="bench/results/dashboard-$(date -u +%Y%m%dT%H%M%SZ).md"
+# One file, replaced by each run (earlier runs live in git, not in dated files).
+out="bench/results/dashboard-latest.md"
 mkdir -p bench/results
 {
     echo "Dashboard latency, $jobs jobs and $dead dead letters, $rounds requests per URL (ms; curl time_total)"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import json
 import statistics
+import subprocess
 import sys
 from collections import defaultdict
 from datetime import datetime
@@ -659,12 +660,40 @@ if baseline:
         w(f"| worker RSS with {mem[0]['concurrency']} requests in flight, MB | {cell(a, '{:.1f}')} | {cell(b, '{:.1f}')} | {ratio(med(a), med(b)):.2f}× |")
     w("")
 
-# Hand-kept sections: the bottleneck notes, then the dashboard benchmark
-# (bench/dashboard-bench.sh is not part of this run; its raw tables stay in results/).
-for name in ("notes.md", "dashboard-notes.md"):
-    kept = Path(__file__).with_name(name)
-    if kept.exists():
-        w(kept.read_text().rstrip())
-        w("")
+# ------------------------------------------------------------------ earlier runs
+# Earlier runs are not kept in the tree (run.sh overwrites this file and bench/results/);
+# git holds them. The run before this one is the last commit whose bench/results/env.txt
+# records another run's start.
+def previous_run_commit() -> str | None:
+    root = Path(__file__).resolve().parent.parent
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(root), *args], capture_output=True,
+                              text=True, check=True).stdout
+    try:
+        for sha in git("log", "--format=%h", "--", "bench/results/env.txt").split():
+            started = [l for l in git("show", f"{sha}:bench/results/env.txt").splitlines()
+                       if l.startswith("date:")]
+            if started and started[0][len("date:"):].strip() != env_value("date:"):
+                return sha
+    except (OSError, subprocess.CalledProcessError):
+        pass
+    return None
+
+
+# The last commit that held the dated archive of runs (RESULTS-*.md, results-*/), removed
+# from the tree on 2026-12-06.
+ARCHIVE_COMMIT = "86635c3"
+
+w("## Earlier runs, and what was learned")
+w("")
+prev = previous_run_commit()
+w((f"The run before this one: `git show {prev}:bench/RESULTS.md`, its raw rows in `{prev}:bench/results/`. "
+   if prev else "") +
+  "Earlier runs: `git log -- bench/RESULTS.md`. The dated archive of the runs before 2026-12-06T16:20Z "
+  f"(`bench/RESULTS-*.md` and their `bench/results-*/` directories) was last in the tree at commit "
+  f"{ARCHIVE_COMMIT} (`git show {ARCHIVE_COMMIT}:bench/` lists it). What the runs taught, and what was "
+  "tried and dropped: [notes.md](notes.md). The latest table, how to reproduce it, and the dashboard's "
+  "latency: [docs/performance.md](../docs/performance.md).")
+w("")
 
 print("\n".join(out))

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Courier's benchmarks, with the peers harness (../shared/bench/peers) in the same run,
 # on a private PostgreSQL with default durability. Writes bench/RESULTS.md and keeps the
-# raw rows in bench/results/.
+# raw rows in bench/results/, replacing the previous run's: git keeps earlier runs, and
+# RESULTS.md names the commit of the one before (bench/report.py).
 #
 #   bench/run.sh                 # everything, ~20-25 min on the 2-core reference box
 #   QUICK=1 bench/run.sh         # small sizes, 1 rep: checks the harness in ~4 min (figures not comparable)
