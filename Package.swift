@@ -47,6 +47,8 @@ let package = Package(
         .target(
             name: "CourierStore",
             dependencies: ["Postgres", "CourierCore"],
+            // sql/schema/ (today's schema for reading, scripts/schema.sh) is not carried in the binary.
+            exclude: ["Migrations/schema"],
             resources: [.embedInCode("Migrations")]
         ),
         .target(name: "CourierHTTPServer", dependencies: ["CourierCore"]),
