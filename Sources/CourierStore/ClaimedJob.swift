@@ -2,13 +2,17 @@ import Foundation
 import Postgres
 
 /// A job leased to a worker: everything needed to run it, plus the fence
-/// (`id`, `attempt`, the worker's id) that every later write about it must match.
+/// (`id`, `lease`, the worker's id) that every later write about it must match.
 public struct ClaimedJob: Sendable, Equatable {
     public var id: Int64
     public var kind: String
     public var queue: String
     /// The attempt this lease is for, 1-based: it was incremented by the claim.
     public var attempt: Int
+    /// The lease's fence token (`courier.jobs.lease_seq`): every claim of the job bumps it and
+    /// nothing else changes it, so unlike `attempt` (given back by hand-backs and unattempted
+    /// retries) it never names two leases of the job (DESIGN.md invariant 2).
+    public var lease: Int64
     public var maxAttempts: Int
     public var deadline: Date?
     public var destination: String
@@ -48,7 +52,9 @@ public struct ClaimedJob: Sendable, Equatable {
                 headersJSON: String = "{}", body: String? = nil, timeoutMilliseconds: Int = 30_000,
                 expectContentType: String? = nil, idempotencyKey: String? = nil, argsJSON: String? = nil,
                 lastDelayMilliseconds: Int64? = nil, cancelRequested: Bool = false, createdAt: Date? = nil,
-                signingSecret: String? = nil, destinationSigningSecret: String? = nil) {
+                signingSecret: String? = nil, destinationSigningSecret: String? = nil, lease: Int64? = nil) {
+        // A job built by hand (tests, tools) without a token gets its attempt number as one.
+        self.lease = lease ?? Int64(attempt)
         self.createdAt = createdAt
         self.id = id
         self.kind = kind
@@ -99,7 +105,7 @@ public struct ClaimedJob: Sendable, Equatable {
         j.id, j.kind, j.queue, j.attempt, j.max_attempts, j.deadline, j.destination, j.method, j.url, j.headers::text,
         j.body, j.timeout_ms, j.expect_content_type, j.idempotency_key, j.args::text, j.last_delay_ms,
         j.cancel_requested_at is not null, j.created_at, j.signing_secret,
-        \(SigningSecretChoice.destinationDefaultSQL(for: "j.destination"))
+        \(SigningSecretChoice.destinationDefaultSQL(for: "j.destination")), j.lease_seq
         """
 
     init(row: PostgresRow) throws {
@@ -113,7 +119,8 @@ public struct ClaimedJob: Sendable, Equatable {
             expectContentType: try row.decode(12, as: String?.self), idempotencyKey: try row.decode(13, as: String?.self),
             argsJSON: try row.decode(14, as: String?.self), lastDelayMilliseconds: try row.decode(15, as: Int64?.self),
             cancelRequested: try row.decode(16, as: Bool.self), createdAt: try row.decode(17, as: Date?.self),
-            signingSecret: try row.decode(18, as: String?.self), destinationSigningSecret: try row.decode(19, as: String?.self)
+            signingSecret: try row.decode(18, as: String?.self), destinationSigningSecret: try row.decode(19, as: String?.self),
+            lease: try row.decode(20, as: Int64.self)
         )
     }
 }

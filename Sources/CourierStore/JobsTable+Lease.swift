@@ -3,8 +3,10 @@ import Foundation
 import Postgres
 
 /// Leasing and acknowledging. Every write about a running job is fenced: it
-/// matches the job's id, the attempt the lease was for and the worker holding it, so
-/// a late write from a worker that lost its lease changes nothing. (Every way out of
+/// matches the job's id, its lease token (`ClaimedJob.lease`, `courier.jobs.lease_seq`,
+/// bumped by every claim and by nothing else) and the worker holding it, so a late or
+/// re-sent write from a worker that lost its lease changes nothing, even when the same
+/// worker holds the job again under a later lease (migration 0039). (Every way out of
 /// `running` clears `leased_by`, so `leased_by = worker` already implies `running`;
 /// repeating `state = 'running'` only tempts the planner into scanning every running
 /// row through the partial lease index instead of probing the primary key.)
@@ -14,11 +16,14 @@ extension JobsTable {
     public struct Success: Sendable, Equatable {
         public var id: Int64
         public var attempt: Int
+        /// The lease's fence token (``ClaimedJob/lease``).
+        public var lease: Int64
         public var status: Int?
         public var durationMilliseconds: Int
-        public init(id: Int64, attempt: Int, status: Int?, durationMilliseconds: Int) {
+        public init(id: Int64, attempt: Int, lease: Int64, status: Int?, durationMilliseconds: Int) {
             self.id = id
             self.attempt = attempt
+            self.lease = lease
             self.status = status
             self.durationMilliseconds = durationMilliseconds
         }
@@ -34,30 +39,33 @@ extension JobsTable {
         // In id order (lease renewals skip rows locked here, see `renewLeases`).
         let successes = successes.sorted { $0.id < $1.id }
         return try connection.query(PostgresQuery(unsafeSQL: completeSQL, binds: [
-            successes.map(\.id), successes.map(\.attempt), successes.map { $0.status ?? -1 },
+            successes.map(\.id), successes.map(\.lease), successes.map { $0.status ?? -1 },
             successes.map(\.durationMilliseconds), worker, archive,
         ])).rows.map { try $0.decode(0, as: Int64.self) }
     }
 
-    /// The success acknowledgement: $1 ids, $2 attempts, $3 HTTP statuses (-1 for none),
+    /// The success acknowledgement: $1 ids, $2 lease tokens, $3 HTTP statuses (-1 for none),
     /// $4 durations in ms, $5 worker id, $6 whether to archive into `completed_jobs`.
     /// Public so benchmarks can run exactly this SQL.
     ///
-    /// The fence is id + attempt + `leased_by`: every path out of `running` (retry, hand
+    /// The fence is id + lease token + `leased_by`: every path out of `running` (retry, hand
     /// back, rescue) clears `leased_by`, so `leased_by = $5` already means "still running
-    /// under this worker's lease". `courier.complete_jobs` (migration 0034) reaches the
-    /// rows through primary key probes and matches the attempts by a hash join, one plan
+    /// under this worker's lease", and the token says which lease. `courier.complete_jobs`
+    /// (0034, fenced by token since 0039) reaches the rows through primary key probes and
+    /// matches the tokens by a hash join, one plan
     /// whatever the statistics of `courier.jobs` say. Skipping the archive is about a fifth
     /// of the database's work per job (pgbench, claim + ack of 100: ~50k jobs/s with it,
     /// ~60k without).
     public static let completeSQL = """
-        select courier.complete_jobs($1::bigint[], $2::int[], $3::int[], $4::int[], $5::uuid, $6::boolean)
+        select courier.complete_jobs($1::bigint[], $2::bigint[], $3::int[], $4::int[], $5::uuid, $6::boolean)
         """
 
     /// A failed attempt to be retried later.
     public struct Retry: Sendable, Equatable {
         public var id: Int64
         public var attempt: Int
+        /// The lease's fence token (``ClaimedJob/lease``).
+        public var lease: Int64
         public var delayMilliseconds: Int64
         /// One attempt-history entry, JSON (see `AttemptRecord`).
         public var errorJSON: String
@@ -65,9 +73,10 @@ extension JobsTable {
         /// answer of a job with a deadline, see `RetryDecider.usesAttempt`): the claim's
         /// increment is given back, so the next attempt has the same number.
         public var usesAttempt: Bool
-        public init(id: Int64, attempt: Int, delayMilliseconds: Int64, errorJSON: String, usesAttempt: Bool = true) {
+        public init(id: Int64, attempt: Int, lease: Int64, delayMilliseconds: Int64, errorJSON: String, usesAttempt: Bool = true) {
             self.id = id
             self.attempt = attempt
+            self.lease = lease
             self.delayMilliseconds = delayMilliseconds
             self.errorJSON = errorJSON
             self.usesAttempt = usesAttempt
@@ -83,7 +92,7 @@ extension JobsTable {
         // A job an operator cancelled while its attempt ran ends as a `cancelled` dead
         // letter in the same statement (see `courier.retry_jobs`, migration 0034).
         return try connection.query("""
-            select courier.retry_jobs(\(retries.map(\.id))::bigint[], \(retries.map(\.attempt))::int[],
+            select courier.retry_jobs(\(retries.map(\.id))::bigint[], \(retries.map(\.lease))::bigint[],
                                       \(retries.map(\.delayMilliseconds))::bigint[], \(retries.map(\.errorJSON))::text[],
                                       \(retries.map(\.usesAttempt))::boolean[], \(worker)::uuid)
             """).rows.map { try $0.decode(0, as: Int64.self) }
@@ -93,14 +102,18 @@ extension JobsTable {
     public struct DeadLetter: Sendable, Equatable {
         public var id: Int64
         public var attempt: Int
+        /// The lease's fence token (``ClaimedJob/lease``).
+        public var lease: Int64
         public var reason: DeadLetterReason
         /// The last attempt's error entry, JSON; nil when no attempt ran (e.g. a deadline passed while waiting).
         public var errorJSON: String?
         public var lastClass: ErrorClass?
         public var lastStatus: Int?
-        public init(id: Int64, attempt: Int, reason: DeadLetterReason, errorJSON: String?, lastClass: ErrorClass?, lastStatus: Int?) {
+        public init(id: Int64, attempt: Int, lease: Int64, reason: DeadLetterReason, errorJSON: String?, lastClass: ErrorClass?,
+                    lastStatus: Int?) {
             self.id = id
             self.attempt = attempt
+            self.lease = lease
             self.reason = reason
             self.errorJSON = errorJSON
             self.lastClass = lastClass
@@ -117,7 +130,7 @@ extension JobsTable {
         // A deadline dead letter whose attempt never ran goes back instead while the
         // database's clock says the deadline is ahead (see `courier.dead_letter_jobs`, 0034).
         return try connection.query("""
-            select courier.dead_letter_jobs(\(letters.map(\.id))::bigint[], \(letters.map(\.attempt))::int[],
+            select courier.dead_letter_jobs(\(letters.map(\.id))::bigint[], \(letters.map(\.lease))::bigint[],
                                             \(letters.map(\.reason.rawValue))::text[], \(letters.map { $0.errorJSON ?? "" })::text[],
                                             \(letters.map { $0.lastClass?.rawValue ?? "" })::text[],
                                             \(letters.map { $0.lastStatus ?? -1 })::int[], \(worker)::uuid)
@@ -126,13 +139,13 @@ extension JobsTable {
 
     /// Returns leased jobs that never started (shutdown, a destination found held back)
     /// to the queue without consuming their attempt, not to run for `notBeforeMilliseconds`
-    /// (0: at once).
+    /// (0: at once). `leases` are the leases' fence tokens, one per id.
     @discardableResult
-    public static func handBack(ids: [Int64], attempts: [Int], worker: UUID, notBeforeMilliseconds: Int64 = 0,
+    public static func handBack(ids: [Int64], leases: [Int64], worker: UUID, notBeforeMilliseconds: Int64 = 0,
                                 on connection: PostgresConnection) throws -> [Int64] {
         guard !ids.isEmpty else { return [] }
         return try connection.query("""
-            select courier.hand_back_jobs(\(ids)::bigint[], \(attempts)::int[], \(worker)::uuid, \(notBeforeMilliseconds)::bigint)
+            select courier.hand_back_jobs(\(ids)::bigint[], \(leases)::bigint[], \(worker)::uuid, \(notBeforeMilliseconds)::bigint)
             """).rows.map { try $0.decode(0, as: Int64.self) }
     }
 
@@ -315,7 +328,7 @@ extension JobsTable {
                 for update skip locked
             )
             update courier.jobs j
-            set state = 'running', attempt = j.attempt + 1, leased_by = $3,
+            set state = 'running', attempt = j.attempt + 1, lease_seq = j.lease_seq + 1, leased_by = $3,
                 lease_expires_at = now() + $4 * interval '1 millisecond', attempted_at = now()
             from picked where j.id = picked.id
             returning \(ClaimedJob.columns)

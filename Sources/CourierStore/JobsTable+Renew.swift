@@ -5,23 +5,23 @@ import Postgres
 extension JobsTable {
     /// What one renewal did.
     public struct LeaseRenewal: Sendable, Equatable {
-        /// The leases renewed, as (id, attempt): still this worker's, for that attempt.
-        public var renewed: [(id: Int64, attempt: Int)]
+        /// The leases renewed, as (id, lease token): still this worker's, under that lease.
+        public var renewed: [(id: Int64, lease: Int64)]
         /// Ids among them whose cancellation an operator has requested.
         public var cancelled: [Int64]
 
-        public init(renewed: [(id: Int64, attempt: Int)], cancelled: [Int64]) {
+        public init(renewed: [(id: Int64, lease: Int64)], cancelled: [Int64]) {
             self.renewed = renewed
             self.cancelled = cancelled
         }
 
         public static func == (a: LeaseRenewal, b: LeaseRenewal) -> Bool {
-            a.renewed.map(\.id) == b.renewed.map(\.id) && a.renewed.map(\.attempt) == b.renewed.map(\.attempt) && a.cancelled == b.cancelled
+            a.renewed.map(\.id) == b.renewed.map(\.id) && a.renewed.map(\.lease) == b.renewed.map(\.lease) && a.cancelled == b.cancelled
         }
     }
 
-    /// Extends the leases `worker` holds for exactly these (id, attempt) pairs, and says
-    /// which it renewed: a lease this worker lost (rescued, re-claimed as a later attempt,
+    /// Extends the leases `worker` holds for exactly these (id, lease token) pairs, and says
+    /// which it renewed: a lease this worker lost (rescued, re-claimed under a later token,
     /// finished) is not renewed, so the worker does not count it as proven.
     ///
     /// A renewal never waits for a row lock: a row locked by someone else is skipped
@@ -30,21 +30,21 @@ extension JobsTable {
     /// renewal and acknowledgements of an overlapping set of jobs cannot deadlock, whatever
     /// order the acknowledgement's plan locks rows in, and a renewal is never held up. A
     /// lease skipped for longer than the fence trusts it is aborted (see `LeaseFence`).
-    public static func renewLeases(_ leases: [(id: Int64, attempt: Int)], worker: UUID, leaseMilliseconds: Int,
+    public static func renewLeases(_ leases: [(id: Int64, lease: Int64)], worker: UUID, leaseMilliseconds: Int,
                                    on connection: PostgresConnection) throws -> LeaseRenewal {
         guard !leases.isEmpty else { return LeaseRenewal(renewed: [], cancelled: []) }
         let ordered = leases.sorted { $0.id < $1.id }
-        // `courier.renew_leases` (migration 0034): primary key probes and a hash join, one
-        // plan whatever the statistics of `courier.jobs` say.
+        // `courier.renew_leases` (0034, by token since 0039): primary key probes and a hash
+        // join, one plan whatever the statistics of `courier.jobs` say.
         let rows = try connection.query("""
-            select job_id, job_attempt, cancel_requested
-            from courier.renew_leases(\(ordered.map(\.id))::bigint[], \(ordered.map(\.attempt))::int[], \(worker)::uuid,
+            select job_id, job_lease, cancel_requested
+            from courier.renew_leases(\(ordered.map(\.id))::bigint[], \(ordered.map(\.lease))::bigint[], \(worker)::uuid,
                                       \(leaseMilliseconds)::int)
             """).rows
         var renewal = LeaseRenewal(renewed: [], cancelled: [])
         for row in rows {
             let id = try row.decode(0, as: Int64.self)
-            renewal.renewed.append((id, try row.decode(1, as: Int.self)))
+            renewal.renewed.append((id, try row.decode(1, as: Int64.self)))
             if try row.decode(2, as: Bool.self) { renewal.cancelled.append(id) }
         }
         renewal.renewed.sort { $0.id < $1.id }

@@ -51,6 +51,8 @@ extension Migration {
                   bytes: PackageResources._037_claim_looks_for_priorities_from_one_end_sql),
         Migration(version: 38, name: "0038_keeper_and_prober_read_only_what_holds_back.sql",
                   bytes: PackageResources._038_keeper_and_prober_read_only_what_holds_back_sql),
+        Migration(version: 39, name: "0039_fence_tokens_and_gated_doors.sql",
+                  bytes: PackageResources._039_fence_tokens_and_gated_doors_sql),
     ]
 
     init(version: Int, name: String, bytes: [UInt8]) {

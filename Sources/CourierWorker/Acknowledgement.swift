@@ -7,11 +7,12 @@ enum Acknowledgement: Sendable, Equatable {
     case success(JobsTable.Success)
     case retry(JobsTable.Retry)
     case deadLetter(JobsTable.DeadLetter)
-    /// A leased job that never started: back to the queue, attempt returned.
-    case handBack(id: Int64, attempt: Int)
+    /// A leased job that never started: back to the queue, attempt returned. `lease` is the
+    /// lease's fence token.
+    case handBack(id: Int64, lease: Int64)
     /// A job this worker may not run (its configuration): back to the queue, attempt
     /// returned, not before now + milliseconds.
-    case handBackLater(id: Int64, attempt: Int, milliseconds: Int64)
+    case handBackLater(id: Int64, lease: Int64, milliseconds: Int64)
     /// A destination asked for no requests before now + delay (Retry-After).
     case destinationPause(destination: String, milliseconds: Int64)
     /// The result of a half-open probe, applied only if its generation is still current.
@@ -30,9 +31,9 @@ extension Acknowledgement {
         var retries: [JobsTable.Retry] = []
         var letters: [JobsTable.DeadLetter] = []
         var handBackIDs: [Int64] = []
-        var handBackAttempts: [Int] = []
+        var handBackLeases: [Int64] = []
         var pauses: [String: Int64] = [:]
-        var later: [Int64: (ids: [Int64], attempts: [Int])] = [:]
+        var later: [Int64: (ids: [Int64], leases: [Int64])] = [:]
         var probes: [(String, Int64, Bool)] = []
         var abandoned: [(String, Int64)] = []
         for item in batch {
@@ -40,12 +41,12 @@ extension Acknowledgement {
             case .success(let s): successes.append(s)
             case .retry(let r): retries.append(r)
             case .deadLetter(let d): letters.append(d)
-            case .handBack(let id, let attempt):
+            case .handBack(let id, let lease):
                 handBackIDs.append(id)
-                handBackAttempts.append(attempt)
-            case .handBackLater(let id, let attempt, let ms):
+                handBackLeases.append(lease)
+            case .handBackLater(let id, let lease, let ms):
                 later[ms, default: ([], [])].ids.append(id)
-                later[ms, default: ([], [])].attempts.append(attempt)
+                later[ms, default: ([], [])].leases.append(lease)
             case .destinationPause(let destination, let ms): pauses[destination] = max(pauses[destination] ?? 0, ms)
             case .probeResult(let destination, let generation, let succeeded): probes.append((destination, generation, succeeded))
             case .probeAbandon(let destination, let generation): abandoned.append((destination, generation))
@@ -66,9 +67,9 @@ extension Acknowledgement {
         _ = try store.jobsComplete(successes, worker: worker, archive: archiveSuccesses)
         _ = try store.jobsRetry(retries, worker: worker)
         _ = try store.jobsDeadLetter(letters, worker: worker)
-        _ = try store.jobsHandBack(ids: handBackIDs, attempts: handBackAttempts, worker: worker)
+        _ = try store.jobsHandBack(ids: handBackIDs, leases: handBackLeases, worker: worker)
         for (ms, group) in later.sorted(by: { $0.key < $1.key }) {
-            _ = try store.jobsHandBack(ids: group.ids, attempts: group.attempts, worker: worker, notBeforeMilliseconds: ms)
+            _ = try store.jobsHandBack(ids: group.ids, leases: group.leases, worker: worker, notBeforeMilliseconds: ms)
         }
     }
 }
@@ -88,8 +89,8 @@ extension Acknowledgement {
         case .success(let s): "success job=\(s.id) attempt=\(s.attempt)"
         case .retry(let r): "retry job=\(r.id) attempt=\(r.attempt)"
         case .deadLetter(let d): "dead_letter job=\(d.id) attempt=\(d.attempt) reason=\(d.reason)"
-        case .handBack(let id, let attempt): "hand_back job=\(id) attempt=\(attempt)"
-        case .handBackLater(let id, let attempt, let ms): "hand_back job=\(id) attempt=\(attempt) not_before_ms=\(ms)"
+        case .handBack(let id, let lease): "hand_back job=\(id) lease=\(lease)"
+        case .handBackLater(let id, let lease, let ms): "hand_back job=\(id) lease=\(lease) not_before_ms=\(ms)"
         case .destinationPause(let destination, let ms): "pause destination=\(destination) ms=\(ms)"
         case .probeResult(let destination, let generation, let ok): "probe_result destination=\(destination) generation=\(generation) healthy=\(ok)"
         case .probeAbandon(let destination, let generation): "probe_abandon destination=\(destination) generation=\(generation)"

@@ -115,9 +115,12 @@ struct ClaimPlanner: Sendable, Equatable {
         dominant = Double(top.value) >= dominanceShare * Double(destinations.count) ? top.key : nil
     }
 
-    /// A spread claim asked for `limit` and returned jobs of these destinations, in visit order.
-    mutating func spreadClaimed(limit: Int, destinations: [String], now: ContinuousClock.Instant) {
-        if let last = destinations.last { cursor = last }
+    /// A spread claim asked for `limit` and returned jobs of these destinations, in visit order,
+    /// having looked at destinations up to `visited`. The cursor moves past every destination
+    /// looked at, not only those a job came from: destinations with nothing due after the cursor
+    /// would otherwise take every visit of every call.
+    mutating func spreadClaimed(limit: Int, destinations: [String], visited: String? = nil, now: ContinuousClock.Instant) {
+        if let last = visited ?? destinations.last { cursor = last }
         if destinations.isEmpty {
             emptySpreadAt = now
             announcedSinceEmpty = false

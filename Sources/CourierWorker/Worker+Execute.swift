@@ -62,7 +62,7 @@ extension Worker {
             return .over
         case .handBack:
             // Shutdown began before the job started: back to the queue without using an attempt.
-            acknowledge(.handBack(id: job.id, attempt: job.attempt))
+            acknowledge(.handBack(id: job.id, lease: job.lease))
             if let generation = marksAtStart.probeGeneration {
                 acknowledge(.probeAbandon(destination: job.destination, generation: generation))
             }
@@ -76,7 +76,7 @@ extension Worker {
         if let deadline = job.deadline, deadline <= startedAt {
             let classification = Classification(succeeded: false, errorClass: nil, message: "the deadline passed before the attempt",
                                                 mayHaveBeenDelivered: false, retryable: false)
-            acknowledge(.deadLetter(.init(id: job.id, attempt: job.attempt, reason: .deadline,
+            acknowledge(.deadLetter(.init(id: job.id, attempt: job.attempt, lease: job.lease, reason: .deadline,
                                           errorJSON: nil, lastClass: nil, lastStatus: nil)))
             if let generation = marksAtStart.probeGeneration {
                 // Nothing was sent: the probe says nothing about the destination.
@@ -116,7 +116,7 @@ extension Worker {
         if classification.withheld, !cancelledByOperator {
             // Its destination was held back after the claim, and nothing was sent: back to the
             // queue without using an attempt (the claim passes it over until the destination is free).
-            acknowledge(.handBack(id: job.id, attempt: job.attempt))
+            acknowledge(.handBack(id: job.id, lease: job.lease))
             metrics.recordWithheld()
             if logger.isEnabled(.debug) { logJob(job, "job withheld: its destination is held back", classification, []) }
             finish(lease)
@@ -174,7 +174,8 @@ extension Worker {
                                              errorClass: classification.succeeded ? "success" : (classification.errorClass?.rawValue ?? "unknown"))
         statsFlusher.recordAttempt(statsKey, succeededAfterRetry: classification.succeeded && job.attempt > 1)
         if classification.succeeded {
-            acknowledge(.success(.init(id: job.id, attempt: job.attempt, status: classification.status, durationMilliseconds: durationMs)))
+            acknowledge(.success(.init(id: job.id, attempt: job.attempt, lease: job.lease, status: classification.status,
+                                       durationMilliseconds: durationMs)))
             metrics.recordSuccess(afterRetry: job.attempt > 1, queue: job.queue)
             if logger.isEnabled(.debug) { logJob(job, "job succeeded", classification, [("duration_ms", durationMs)]) }
             return
@@ -206,20 +207,21 @@ extension Worker {
         let error = attemptJSON(job, effective, startedAt: startedAt, durationMs: durationMs)
         switch decision {
         case .succeed:
-            acknowledge(.success(.init(id: job.id, attempt: job.attempt, status: classification.status, durationMilliseconds: durationMs)))
+            acknowledge(.success(.init(id: job.id, attempt: job.attempt, lease: job.lease, status: classification.status,
+                                       durationMilliseconds: durationMs)))
         case .retry(_, let delay, let notBefore):
             if let notBefore {
                 let pause = max(Int64(0), Int64(notBefore.timeIntervalSince(clock.now()) * 1000))
                 acknowledge(.destinationPause(destination: job.destination, milliseconds: pause))
             }
-            acknowledge(.retry(.init(id: job.id, attempt: job.attempt, delayMilliseconds: Int64(delay.milliseconds), errorJSON: error,
+            acknowledge(.retry(.init(id: job.id, attempt: job.attempt, lease: job.lease, delayMilliseconds: Int64(delay.milliseconds), errorJSON: error,
                                      usesAttempt: interruption != nil || RetryDecider.usesAttempt(classification, job: facts))))
             metrics.recordRetry(delay: delay, queue: job.queue)
             statsFlusher.recordRetry(statsKey, delayMilliseconds: Int64(delay.milliseconds))
             claimer.noteRetry(due: clock.instant() + delay)
             logJob(job, "attempt failed; retrying", effective, [("retry_in", DurationParser.format(delay))])
         case .deadLetter(let reason):
-            acknowledge(.deadLetter(.init(id: job.id, attempt: job.attempt, reason: reason, errorJSON: error,
+            acknowledge(.deadLetter(.init(id: job.id, attempt: job.attempt, lease: job.lease, reason: reason, errorJSON: error,
                                           lastClass: effective.errorClass, lastStatus: effective.status)))
             metrics.recordDeadLetter(reason: reason, queue: job.queue)
             logJob(job, "job dead-lettered", effective, [("reason", reason.rawValue)])

@@ -17,7 +17,7 @@ extension Worker {
         }
         switch decision {
         case .handBack(let delay):
-            acknowledge(.handBackLater(id: job.id, attempt: job.attempt, milliseconds: Int64(delay.milliseconds)))
+            acknowledge(.handBackLater(id: job.id, lease: job.lease, milliseconds: Int64(delay.milliseconds)))
             logger.error("this worker's configuration cannot run the job; handed back for another worker, no attempt used", [
                 ("job", job.id), ("kind", job.kind), ("destination", job.destination),
                 ("error", classification.message), ("retry_in", DurationParser.format(delay)),

@@ -415,7 +415,7 @@ extension Worker: JobIntake {
             if wakeSupervisor { stateChanged.signal() }
         case .handBack:
             // Shutdown began while the claim ran: back to the queue, no attempt used.
-            for job in jobs { completer.append(.handBack(id: job.id, attempt: job.attempt)) }
+            for job in jobs { completer.append(.handBack(id: job.id, lease: job.lease)) }
             if let generation = probeGeneration, let job = jobs.first {
                 completer.append(.probeAbandon(destination: job.destination, generation: generation))
             }

@@ -41,7 +41,7 @@ struct TrafficBench {
                                                leaseMilliseconds: 60_000, on: db)
                 rounds += 1
                 guard !claimed.isEmpty else { throw BenchError("traffic: the claim found nothing with \(jobs - drained) jobs left") }
-                try JobsTable.complete(claimed.map { .init(id: $0.id, attempt: $0.attempt, status: nil, durationMilliseconds: 0) },
+                try JobsTable.complete(claimed.map { .init(id: $0.id, attempt: $0.attempt, lease: $0.lease, status: nil, durationMilliseconds: 0) },
                                        worker: worker, archive: false, on: db)
                 drained += claimed.count
             }

@@ -94,7 +94,7 @@ struct JobCommandsTests {
         try ControlFixture.with { fixture throws in
             let id = try fixture.enqueue()
             let job = try lease(id, in: fixture)
-            #expect(try JobsTable.complete([.init(id: id, attempt: job.attempt, status: 201, durationMilliseconds: 12)],
+            #expect(try JobsTable.complete([.init(id: id, attempt: job.attempt, lease: job.lease, status: 201, durationMilliseconds: 12)],
                                            worker: worker, on: fixture.db) == [id])
             let json = try fixture.run(["show", String(id), "--json"]).object()
             #expect(json["status"] as? String == "succeeded")
@@ -111,11 +111,11 @@ struct JobCommandsTests {
             let id = try fixture.enqueue { $0.maxAttempts = 2 }
             let first = try lease(id, in: fixture)
             let retryError = #"{"attempt": 1, "class": "server", "status": 503, "message": "HTTP 503", "duration_ms": 5}"#
-            #expect(try JobsTable.retry([.init(id: id, attempt: first.attempt, delayMilliseconds: 0, errorJSON: retryError)],
+            #expect(try JobsTable.retry([.init(id: id, attempt: first.attempt, lease: first.lease, delayMilliseconds: 0, errorJSON: retryError)],
                                         worker: worker, on: fixture.db) == [id])
             let second = try lease(id, in: fixture)
             let lastError = #"{"attempt": 2, "class": "server", "status": 500, "message": "HTTP 500", "duration_ms": 7}"#
-            #expect(try JobsTable.deadLetter([.init(id: id, attempt: second.attempt, reason: .exhausted, errorJSON: lastError,
+            #expect(try JobsTable.deadLetter([.init(id: id, attempt: second.attempt, lease: second.lease, reason: .exhausted, errorJSON: lastError,
                                                     lastClass: .server, lastStatus: 500)], worker: worker, on: fixture.db) == [id])
             #expect(try fixture.jobCount == 0)
 

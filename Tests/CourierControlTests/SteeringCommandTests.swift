@@ -21,7 +21,7 @@ struct SteeringCommandTests {
     func succeed(_ id: Int64, queue: String = "default", in fixture: ControlFixture) throws {
         let claimed = try JobsTable.claim(queue: queue, limit: 100, worker: worker, leaseMilliseconds: 60_000, on: fixture.db)
         let job = try #require(claimed.first { $0.id == id })
-        try JobsTable.complete([.init(id: job.id, attempt: job.attempt, status: 200, durationMilliseconds: 12)],
+        try JobsTable.complete([.init(id: job.id, attempt: job.attempt, lease: job.lease, status: 200, durationMilliseconds: 12)],
                                worker: worker, on: fixture.db)
         // Hand the others back, so they stay waiting.
         for other in claimed where other.id != id {

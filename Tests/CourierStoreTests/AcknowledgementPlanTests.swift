@@ -135,7 +135,9 @@ import Testing
                   and p.proname in ('complete_jobs', 'renew_leases', 'hand_back_jobs', 'retry_jobs', 'dead_letter_jobs')
                 order by p.proname
                 """).rows
-            #expect(rows.count == 5)
+            // Each in two overloads: fenced by lease token (0039) and by attempt (0034, kept for
+            // workers of the previous release during a rolling update).
+            #expect(rows.count == 10)
             for row in rows {
                 let name = try row.decode(0, as: String.self)
                 let config = try row.decode(1, as: String.self).split(separator: ",").map(String.init)

@@ -251,7 +251,7 @@ import Testing
             let claimed = try #require(try JobsTable.claim(queue: "default", limit: 1, worker: worker, leaseMilliseconds: 30_000, on: db).first)
             try Self.trip(db)
             // A failure still in flight when the breaker opened comes back held.
-            try JobsTable.retry([.init(id: inFlight, attempt: claimed.attempt, delayMilliseconds: 0, errorJSON: "{}")], worker: worker, on: db)
+            try JobsTable.retry([.init(id: inFlight, attempt: claimed.attempt, lease: claimed.lease, delayMilliseconds: 0, errorJSON: "{}")], worker: worker, on: db)
             #expect(try held(inFlight))
             // New jobs for the destination, by SQL, by Swift and in bulk, start out held.
             let bySQL = try db.query("select courier.enqueue('https://down.example.com/sql')").rows[0].decode(0, as: Int64.self)

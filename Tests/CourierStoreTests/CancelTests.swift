@@ -16,7 +16,7 @@ import Testing
             let ack = try PostgresConnection.connect(DatabaseConfiguration(connectionString: database.url))
             defer { ack.close() }
             try ack.simpleQuery("begin")
-            #expect(try JobsTable.retry([.init(id: id, attempt: job.attempt, delayMilliseconds: 0, errorJSON: "{}")],
+            #expect(try JobsTable.retry([.init(id: id, attempt: job.attempt, lease: job.lease, delayMilliseconds: 0, errorJSON: "{}")],
                                         worker: worker, on: ack) == [id])
             let operatorConnection = try PostgresConnection.connect(DatabaseConfiguration(connectionString: database.url))
             defer { operatorConnection.close() }

@@ -74,7 +74,7 @@ import Testing
     func claimAndComplete(_ limit: Int, after position: ClaimPosition?, worker: UUID, on db: PostgresConnection) throws -> ClaimBatch {
         let batch = try JobsTable.claim(queue: "default", limit: limit, worker: worker, leaseMilliseconds: lease,
                                         after: position, on: db)
-        try JobsTable.complete(batch.jobs.map { .init(id: $0.id, attempt: $0.attempt, status: 200, durationMilliseconds: 1) },
+        try JobsTable.complete(batch.jobs.map { .init(id: $0.id, attempt: $0.attempt, lease: $0.lease, status: 200, durationMilliseconds: 1) },
                                worker: worker, archive: false, on: db)
         return batch
     }
@@ -387,7 +387,7 @@ import Testing
             let spent = try buffers(spread, binds, on: db)
             #expect(spent < 100, "a spread claim past 50k jobs scheduled ahead touched \(spent) buffers")
             #expect(try JobsTable.claimSpread(queue: "default", limit: 10, perDestination: 5, after: nil, excluding: ["http://busy.test:80"],
-                                              visit: 16, worker: UUID(), leaseMilliseconds: lease, on: db).isEmpty)
+                                              visit: 16, worker: UUID(), leaseMilliseconds: lease, on: db).jobs.isEmpty)
         }
     }
 
@@ -418,7 +418,7 @@ import Testing
             let worker = UUID()
             let job = try #require(try JobsTable.claim(queue: "default", limit: 1, worker: worker, leaseMilliseconds: lease, on: db).first)
             try db.execute(PostgresQuery(unsafeSQL: "select courier.breaker_pause($1::text, 3600000)", binds: [paused]))
-            try JobsTable.retry([.init(id: job.id, attempt: job.attempt, delayMilliseconds: 0, errorJSON: "{}")], worker: worker, on: db)
+            try JobsTable.retry([.init(id: job.id, attempt: job.attempt, lease: job.lease, delayMilliseconds: 0, errorJSON: "{}")], worker: worker, on: db)
             #expect(try count("select count(*)::bigint from courier.jobs where held_since is not null", on: db) == 1)
         }
     }

@@ -32,11 +32,11 @@ import Testing
             insert into courier.jobs (kind, queue, priority, destination, method, url, headers, body, timeout_ms,
                                       expect_content_type, idempotency_key, unique_key, unique_scope, args, max_attempts,
                                       deadline, created_at, signing_secret,
-                                      state, attempt, leased_by, lease_expires_at, attempted_at)
+                                      state, attempt, lease_seq, leased_by, lease_expires_at, attempted_at)
             values ('http', 'kept', 7, 'http://plain.test:80', 'PATCH', 'http://plain.test/kept', '{"X-Kept": "1"}', 'body',
                     1234, 'application/json', 'key-' || gen_random_uuid(), 'unique-' || gen_random_uuid(), '', '{"a": 1}', 1,
                     now() + interval '1 day', now() - interval '1 hour', 'kept-secret',
-                    'running', 1, $1::uuid, now() + interval '1 hour', now())
+                    'running', 1, 1, $1::uuid, now() + interval '1 hour', now())
             returning id
             """, binds: [worker])).rows[0].decode(0, as: Int64.self)
     }
@@ -67,13 +67,13 @@ import Testing
             #expect(columns.count >= 17, "kept columns: \(columns)")
             let paths: [(String, (Int64) throws -> Void)] = [
                 ("dead letter", { id in
-                    try JobsTable.deadLetter([.init(id: id, attempt: 1, reason: .permanent, errorJSON: #"{"class":"client"}"#,
+                    try JobsTable.deadLetter([.init(id: id, attempt: 1, lease: 1, reason: .permanent, errorJSON: #"{"class":"client"}"#,
                                                     lastClass: .client, lastStatus: 404)], worker: worker, on: db)
                 }),
                 ("retry of a cancelled job", { id in
                     try db.execute(PostgresQuery(unsafeSQL: "update courier.jobs set cancel_requested_at = now() where id = $1",
                                                  binds: [id]))
-                    try JobsTable.retry([.init(id: id, attempt: 1, delayMilliseconds: 1000, errorJSON: #"{"class":"timeout"}"#)],
+                    try JobsTable.retry([.init(id: id, attempt: 1, lease: 1, delayMilliseconds: 1000, errorJSON: #"{"class":"timeout"}"#)],
                                         worker: worker, on: db)
                 }),
                 ("rescue", { id in

@@ -144,16 +144,16 @@ import Testing
             let worker = UUID()
             let first = try #require(try JobsTable.claim(queue: "default", limit: 1, worker: worker, leaseMilliseconds: 60_000, on: db).first)
             #expect(first.attempt == 1)
-            #expect(try JobsTable.retry([.init(id: id, attempt: 1, delayMilliseconds: 0, errorJSON: #"{"attempt": 1, "class": "throttled"}"#,
+            #expect(try JobsTable.retry([.init(id: id, attempt: 1, lease: first.lease, delayMilliseconds: 0, errorJSON: #"{"attempt": 1, "class": "throttled"}"#,
                                                usesAttempt: false)], worker: worker, on: db) == [id])
             #expect(try db.query("select attempt from courier.jobs where id = \(id)").rows[0].decode(0, as: Int.self) == 0)
             let second = try #require(try JobsTable.claim(queue: "default", limit: 1, worker: worker, leaseMilliseconds: 60_000, on: db).first)
             #expect(second.attempt == 1, "the throttled attempt was not counted")
-            #expect(try JobsTable.retry([.init(id: id, attempt: 1, delayMilliseconds: 0, errorJSON: #"{"attempt": 1, "class": "server"}"#)],
+            #expect(try JobsTable.retry([.init(id: id, attempt: 1, lease: second.lease, delayMilliseconds: 0, errorJSON: #"{"attempt": 1, "class": "server"}"#)],
                                         worker: worker, on: db) == [id])
             #expect(try db.query("select attempt, jsonb_array_length(errors) from courier.jobs where id = \(id)").rows[0].decode(0, as: Int.self) == 1)
-            // A stale write (wrong attempt) changes nothing.
-            #expect(try JobsTable.retry([.init(id: id, attempt: 7, delayMilliseconds: 0, errorJSON: "{}", usesAttempt: false)],
+            // A stale write (a lease token that is not current) changes nothing.
+            #expect(try JobsTable.retry([.init(id: id, attempt: 7, lease: 7, delayMilliseconds: 0, errorJSON: "{}", usesAttempt: false)],
                                         worker: worker, on: db).isEmpty)
         }
     }

@@ -73,9 +73,9 @@ import Testing
         try CourierTestDatabase.with { (_, db) throws in
             let ids = try enqueue(db, 2)
             _ = try JobsTable.claim(queue: "default", limit: 2, worker: workerA, leaseMilliseconds: 30_000, on: db)
-            let success = JobsTable.Success(id: ids[0], attempt: 1, status: 200, durationMilliseconds: 5)
+            let success = JobsTable.Success(id: ids[0], attempt: 1, lease: 1, status: 200, durationMilliseconds: 5)
             #expect(try JobsTable.complete([success], worker: workerB, archive: false, on: db).isEmpty, "another worker's lease")
-            #expect(try JobsTable.complete([.init(id: ids[0], attempt: 2, status: 200, durationMilliseconds: 5)], worker: workerA,
+            #expect(try JobsTable.complete([.init(id: ids[0], attempt: 2, lease: 2, status: 200, durationMilliseconds: 5)], worker: workerA,
                                            archive: false, on: db).isEmpty, "another attempt")
             #expect(try JobsTable.complete([success], worker: workerA, archive: false, on: db) == [ids[0]])
             #expect(try state(db, ids[0]) == nil)
@@ -91,25 +91,25 @@ import Testing
             let jobs = try JobsTable.claim(queue: "default", limit: 3, worker: workerA, leaseMilliseconds: 30_000, on: db)
             #expect(jobs.count == 3)
             // Wrong worker, wrong attempt: nothing changes.
-            #expect(try JobsTable.complete([.init(id: ids[0], attempt: 1, status: 200, durationMilliseconds: 5)], worker: workerB, on: db).isEmpty)
-            #expect(try JobsTable.complete([.init(id: ids[0], attempt: 2, status: 200, durationMilliseconds: 5)], worker: workerA, on: db).isEmpty)
+            #expect(try JobsTable.complete([.init(id: ids[0], attempt: 1, lease: 1, status: 200, durationMilliseconds: 5)], worker: workerB, on: db).isEmpty)
+            #expect(try JobsTable.complete([.init(id: ids[0], attempt: 2, lease: 2, status: 200, durationMilliseconds: 5)], worker: workerA, on: db).isEmpty)
             #expect(try state(db, ids[0])?.state == "running")
             // The right fence records success once; a repeat is a no-op.
-            #expect(try JobsTable.complete([.init(id: ids[0], attempt: 1, status: 201, durationMilliseconds: 5)], worker: workerA, on: db) == [ids[0]])
-            #expect(try JobsTable.complete([.init(id: ids[0], attempt: 1, status: 201, durationMilliseconds: 5)], worker: workerA, on: db).isEmpty)
+            #expect(try JobsTable.complete([.init(id: ids[0], attempt: 1, lease: 1, status: 201, durationMilliseconds: 5)], worker: workerA, on: db) == [ids[0]])
+            #expect(try JobsTable.complete([.init(id: ids[0], attempt: 1, lease: 1, status: 201, durationMilliseconds: 5)], worker: workerA, on: db).isEmpty)
             #expect(try state(db, ids[0]) == nil)
             let shown = try JobsTable.get(id: ids[0], on: db)
             #expect(shown?.status == .succeeded)
             #expect(shown?.finalStatus == 201)
 
             let error = #"{"attempt":1,"class":"server","status":500,"message":"HTTP 500"}"#
-            #expect(try JobsTable.retry([.init(id: ids[1], attempt: 1, delayMilliseconds: 60_000, errorJSON: error)], worker: workerA, on: db) == [ids[1]])
+            #expect(try JobsTable.retry([.init(id: ids[1], attempt: 1, lease: 1, delayMilliseconds: 60_000, errorJSON: error)], worker: workerA, on: db) == [ids[1]])
             let retried = try JobsTable.get(id: ids[1], on: db)
             #expect(retried?.status == .available)
             #expect(retried?.errors.map(\.errorClass) == ["server"])
             #expect((retried?.runAt ?? .distantPast) > Date().addingTimeInterval(50))
 
-            #expect(try JobsTable.deadLetter([.init(id: ids[2], attempt: 1, reason: .permanent, errorJSON: error, lastClass: .client, lastStatus: 404)], worker: workerA, on: db) == [ids[2]])
+            #expect(try JobsTable.deadLetter([.init(id: ids[2], attempt: 1, lease: 1, reason: .permanent, errorJSON: error, lastClass: .client, lastStatus: 404)], worker: workerA, on: db) == [ids[2]])
             let dead = try JobsTable.get(id: ids[2], on: db)
             #expect(dead?.status == .dead)
             #expect(dead?.deadReason == "permanent")
@@ -128,9 +128,9 @@ import Testing
             let reclaimed = try JobsTable.claim(queue: "default", limit: 1, worker: workerB, leaseMilliseconds: 30_000, on: db)
             #expect(reclaimed.first?.attempt == 2)
             // Worker A comes back from its pause and reports success for attempt 1.
-            #expect(try JobsTable.complete([.init(id: id, attempt: 1, status: 200, durationMilliseconds: 1)], worker: workerA, on: db).isEmpty)
-            #expect(try JobsTable.retry([.init(id: id, attempt: 1, delayMilliseconds: 0, errorJSON: "{}")], worker: workerA, on: db).isEmpty)
-            #expect(try JobsTable.deadLetter([.init(id: id, attempt: 1, reason: .permanent, errorJSON: nil, lastClass: nil, lastStatus: nil)], worker: workerA, on: db).isEmpty)
+            #expect(try JobsTable.complete([.init(id: id, attempt: 1, lease: 1, status: 200, durationMilliseconds: 1)], worker: workerA, on: db).isEmpty)
+            #expect(try JobsTable.retry([.init(id: id, attempt: 1, lease: 1, delayMilliseconds: 0, errorJSON: "{}")], worker: workerA, on: db).isEmpty)
+            #expect(try JobsTable.deadLetter([.init(id: id, attempt: 1, lease: 1, reason: .permanent, errorJSON: nil, lastClass: nil, lastStatus: nil)], worker: workerA, on: db).isEmpty)
             #expect(try state(db, id)! == ("running", 2))
             let history = try JobsTable.get(id: id, on: db)?.errors ?? []
             #expect(history.map(\.errorClass) == ["lease_expired"])
@@ -170,7 +170,7 @@ import Testing
         try CourierTestDatabase.with { (_, db) throws in
             let id = try enqueue(db, 1)[0]
             let job = try JobsTable.claim(queue: "default", limit: 1, worker: workerA, leaseMilliseconds: 30_000, on: db)[0]
-            #expect(try JobsTable.handBack(ids: [id], attempts: [job.attempt], worker: workerA, on: db) == [id])
+            #expect(try JobsTable.handBack(ids: [id], leases: [job.lease], worker: workerA, on: db) == [id])
             #expect(try state(db, id)! == ("available", 0))
         }
     }

@@ -138,7 +138,7 @@ import Testing
             let jobs = try JobsTable.claim(queue: "default", limit: 10, worker: worker, leaseMilliseconds: 30_000, on: connection)
             #expect(jobs.count == 1)
             #expect(try JobsTable.extendLeases(ids: jobs.map(\.id), worker: worker, leaseMilliseconds: 30_000, on: connection).isEmpty)
-            #expect(try JobsTable.renewLeases(jobs.map { ($0.id, $0.attempt) }, worker: worker, leaseMilliseconds: 30_000,
+            #expect(try JobsTable.renewLeases(jobs.map { ($0.id, $0.lease) }, worker: worker, leaseMilliseconds: 30_000,
                                               on: connection).renewed.count == 1)
             _ = try BreakersTable.pruneEvents(olderThanMilliseconds: 1000, on: connection)
             _ = try JobsTable.rescueExpired(on: connection)

@@ -102,7 +102,7 @@ import Testing
             _ = try JobsTable.enqueue(EnqueueRequest(url: "https://partner.example.com/default"), on: db)
             func claim() throws -> [ClaimedJob] {
                 let jobs = try JobsTable.claim(queue: "default", limit: 10, worker: worker, leaseMilliseconds: 30_000, on: db)
-                try JobsTable.handBack(ids: jobs.map(\.id), attempts: jobs.map(\.attempt), worker: worker, on: db)
+                try JobsTable.handBack(ids: jobs.map(\.id), leases: jobs.map(\.lease), worker: worker, on: db)
                 return jobs.sorted { $0.id < $1.id }
             }
             #expect(try claim().map(\.effectiveSigningSecret) == ["OWN", nil])
@@ -137,9 +137,9 @@ import Testing
             let plain = try JobsTable.claim(queue: "default", limit: 10, worker: worker, leaseMilliseconds: 30_000, on: db)
             #expect(plain.count == 6)
             #expect(secrets(plain) == expected)
-            try JobsTable.handBack(ids: plain.map(\.id), attempts: plain.map(\.attempt), worker: worker, on: db)
+            try JobsTable.handBack(ids: plain.map(\.id), leases: plain.map(\.lease), worker: worker, on: db)
             let spread = try JobsTable.claimSpread(queue: "default", limit: 10, perDestination: 2, after: nil, excluding: [],
-                                                   visit: 16, worker: worker, leaseMilliseconds: 30_000, on: db)
+                                                   visit: 16, worker: worker, leaseMilliseconds: 30_000, on: db).jobs
             #expect(spread.count == 6)
             #expect(secrets(spread) == expected)
         }
@@ -156,9 +156,9 @@ import Testing
             _ = try JobsTable.cancel(ids: [cancelled], on: db)
             let jobs = try JobsTable.claim(queue: "default", limit: 10, worker: worker, leaseMilliseconds: 30_000, on: db)
             #expect(jobs.count == 2)
-            try JobsTable.deadLetter([.init(id: dead, attempt: 1, reason: .permanent, errorJSON: nil, lastClass: .client, lastStatus: 400)],
+            try JobsTable.deadLetter([.init(id: dead, attempt: 1, lease: 1, reason: .permanent, errorJSON: nil, lastClass: .client, lastStatus: 400)],
                                      worker: worker, on: db)
-            try JobsTable.complete([.init(id: done, attempt: 1, status: 200, durationMilliseconds: 3)], worker: worker, on: db)
+            try JobsTable.complete([.init(id: done, attempt: 1, lease: 1, status: 200, durationMilliseconds: 3)], worker: worker, on: db)
             #expect(try signingSecret(of: dead, in: "courier.dead_letters", column: "job_id", db) == "TRAVELS")
             #expect(try signingSecret(of: cancelled, in: "courier.dead_letters", column: "job_id", db) == "TRAVELS")
             #expect(try signingSecret(of: done, in: "courier.completed_jobs", db) == "TRAVELS")

@@ -22,7 +22,7 @@ import Testing
             // The operator cancels after the worker's last look: the worker still decides to retry.
             try db.execute("update courier.jobs set cancel_requested_at = now() where id = \(job.id)")
             let error = #"{"attempt":1,"class":"server","status":500,"message":"HTTP 500"}"#
-            #expect(try JobsTable.retry([.init(id: job.id, attempt: 1, delayMilliseconds: 0, errorJSON: error)], worker: worker, on: db) == [job.id])
+            #expect(try JobsTable.retry([.init(id: job.id, attempt: 1, lease: 1, delayMilliseconds: 0, errorJSON: error)], worker: worker, on: db) == [job.id])
             let record = try #require(try JobsTable.get(id: job.id, on: db))
             #expect(record.status == .dead, "not back in the queue")
             #expect(record.deadReason == "cancelled")
@@ -34,14 +34,14 @@ import Testing
         try CourierTestDatabase.with { _, db in
             let passed = try claimOne(db, deadline: Date().addingTimeInterval(3600))
             try db.execute("update courier.jobs set deadline = now() - interval '1 second' where id = \(passed.id)")
-            #expect(try JobsTable.deadLetter([.init(id: passed.id, attempt: 1, reason: .deadline, errorJSON: nil, lastClass: nil, lastStatus: nil)],
+            #expect(try JobsTable.deadLetter([.init(id: passed.id, attempt: 1, lease: 1, reason: .deadline, errorJSON: nil, lastClass: nil, lastStatus: nil)],
                                              worker: worker, on: db) == [passed.id])
             #expect(try db.query("select attempt from courier.dead_letters where job_id = \(passed.id)").rows[0].decode(0, as: Int.self) == 0,
                     "the attempt never ran")
 
             // The worker's clock says the deadline passed; the database's does not: back, unattempted, until the deadline.
             let ahead = try claimOne(db, deadline: Date().addingTimeInterval(3600))
-            #expect(try JobsTable.deadLetter([.init(id: ahead.id, attempt: 1, reason: .deadline, errorJSON: nil, lastClass: nil, lastStatus: nil)],
+            #expect(try JobsTable.deadLetter([.init(id: ahead.id, attempt: 1, lease: 1, reason: .deadline, errorJSON: nil, lastClass: nil, lastStatus: nil)],
                                              worker: worker, on: db) == [ahead.id])
             let row = try db.query("select state, attempt, run_at >= deadline from courier.jobs where id = \(ahead.id)").rows[0]
             #expect(try row.decode(0, as: String.self) == "available")
@@ -90,7 +90,7 @@ import Testing
         _ = try JobsTable.enqueueMany((0..<total).map { EnqueueRequest(url: "https://e.com/\($0)") }, on: db)
         let jobs = try JobsTable.claim(queue: "default", limit: total, worker: worker, leaseMilliseconds: 60_000, on: db)
         #expect(jobs.count == total)
-        let leases = jobs.map { (id: $0.id, attempt: $0.attempt) }
+        let leases = jobs.map { (id: $0.id, lease: $0.lease) }
         let worker = worker
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
@@ -109,7 +109,7 @@ import Testing
                 defer { connection.close() }
                 // The completer acknowledges them in shuffled batches meanwhile.
                 for chunk in stride(from: 0, to: total, by: 50).map({ Array(leases.shuffled()[0..<0]) + Array(leases[$0..<min($0 + 50, total)]).shuffled() }) {
-                    _ = try JobsTable.complete(chunk.map { .init(id: $0.id, attempt: $0.attempt, status: 200, durationMilliseconds: 1) },
+                    _ = try JobsTable.complete(chunk.map { .init(id: $0.id, attempt: 1, lease: $0.lease, status: 200, durationMilliseconds: 1) },
                                                worker: worker, on: connection)
                 }
             }
@@ -131,7 +131,7 @@ import Testing
             }
             let before = try updates()
             for _ in 0..<5 {
-                _ = try JobsTable.renewLeases(jobs.map { ($0.id, $0.attempt) }, worker: worker, leaseMilliseconds: 60_000, on: db)
+                _ = try JobsTable.renewLeases(jobs.map { ($0.id, $0.lease) }, worker: worker, leaseMilliseconds: 60_000, on: db)
             }
             let after = try updates()
             let all = after.all - before.all, hot = after.hot - before.hot

@@ -22,7 +22,7 @@ import Testing
     func spread(_ db: PostgresConnection, limit: Int = 100, perDestination: Int = 1, after: String? = nil,
                 excluding: [String] = [], visit: Int = 100, queue: String = "default") throws -> [String] {
         try JobsTable.claimSpread(queue: queue, limit: limit, perDestination: perDestination, after: after, excluding: excluding,
-                                  visit: visit, worker: UUID(), leaseMilliseconds: lease, on: db).map(\.destination)
+                                  visit: visit, worker: UUID(), leaseMilliseconds: lease, on: db).jobs.map(\.destination)
     }
 
     @Test func itTakesAFewJobsPerDestinationPastABacklogEnqueuedFirst() throws {
@@ -59,7 +59,7 @@ import Testing
                 for _ in 0..<rounds {
                     let jobs = try JobsTable.claim(queue: "default", limit: 100, worker: worker, leaseMilliseconds: lease, on: db)
                         .filter { $0.destination == "http://busy.test:80" }
-                    try JobsTable.complete(jobs.map { .init(id: $0.id, attempt: $0.attempt, status: 200, durationMilliseconds: 1) },
+                    try JobsTable.complete(jobs.map { .init(id: $0.id, attempt: $0.attempt, lease: $0.lease, status: 200, durationMilliseconds: 1) },
                                            worker: worker, archive: false, on: db)
                 }
             }
@@ -115,7 +115,7 @@ import Testing
                 select id from courier.jobs where destination = 'http://locked.test:80' order by id limit 1 for update
                 """).rows[0].decode(0, as: Int64.self)
             let taken = try JobsTable.claimSpread(queue: "default", limit: 100, perDestination: 5, after: nil, excluding: [],
-                                                  visit: 100, worker: UUID(), leaseMilliseconds: lease, on: db)
+                                                  visit: 100, worker: UUID(), leaseMilliseconds: lease, on: db).jobs
             #expect(taken.map(\.destination) == ["http://locked.test:80", "http://ok.test:80", "http://ok.test:80"])
             #expect(!taken.map(\.id).contains(lockedID), "the locked row is skipped, its neighbour taken")
             #expect(taken.allSatisfy { $0.queue == "default" })

@@ -58,7 +58,7 @@ import Testing
                             peak.withLock { $0 = max($0, running) }
                             claimed.withLock { $0 += jobs.count }
                             if !jobs.isEmpty {
-                                try JobsTable.complete(jobs.map { .init(id: $0.id, attempt: $0.attempt, status: 200, durationMilliseconds: 1) },
+                                try JobsTable.complete(jobs.map { .init(id: $0.id, attempt: $0.attempt, lease: $0.lease, status: 200, durationMilliseconds: 1) },
                                                        worker: worker, on: conn)
                             }
                         }
@@ -127,7 +127,8 @@ import Testing
             _ = try DestinationsTable.setPaused(destination: "http://blocked.test", true, on: db)
             // Before the keeper ran: locked and skipped, never taken.
             let early = try JobsTable.claim(queue: "default", limit: 100, worker: UUID(), leaseMilliseconds: lease, on: db)
-            #expect(early.allSatisfy { $0.destination == "http://healthy.test:80" })
+            #expect(early.map(\.destination) == Array(repeating: "http://healthy.test:80", count: 5))
+            try db.query("update courier.jobs set state = 'available', leased_by = null, lease_expires_at = null, attempt = 0")
             try keep(db, batch: 1000)
             #expect(try count(db, "select count(*)::bigint from courier.jobs where gated") == 3000)
             try db.query("update courier.jobs set state = 'available', leased_by = null, lease_expires_at = null, attempt = 0")
@@ -142,6 +143,53 @@ import Testing
             try keep(db, batch: 1000)
             #expect(try count(db, "select count(*)::bigint from courier.jobs where gated") == 0)
             #expect(try JobsTable.claim(queue: "default", limit: 10, worker: UUID(), leaseMilliseconds: lease, on: db).count == 10)
+        }
+    }
+
+    /// The review's case: the backlog of a destination paused a moment ago, at the same
+    /// priority as a healthy destination's jobs and far larger than a keeper pass, before the
+    /// keeper moved any of it. The plain claim must not spend its LIMIT on those rows.
+    @Test func aJustGatedBacklogAtTheSamePriorityDoesNotStallThePlainClaim() throws {
+        try CourierTestDatabase.with { (_, db) throws in
+            try enqueue(db, 5000, url: "http://paused.test/x")
+            try enqueue(db, 5, url: "http://healthy.test/x")
+            _ = try DestinationsTable.setPaused(destination: "http://paused.test", true, on: db)
+            #expect(try count(db, "select count(*)::bigint from courier.jobs where gated") == 0, "the keeper has not run")
+            let claimed = try JobsTable.claim(queue: "default", limit: 10, worker: UUID(), leaseMilliseconds: lease, on: db)
+            #expect(claimed.map(\.destination) == Array(repeating: "http://healthy.test:80", count: 5),
+                    "the first claim takes the healthy destination's jobs")
+            #expect(try count(db, "select count(*)::bigint from courier.jobs where destination = 'http://paused.test:80' and attempt > 0") == 0)
+        }
+    }
+
+    /// Every door gates a job whose destination has a policy or a pause when it arrives:
+    /// `courier.enqueue`, the Swift enqueue, the bulk COPY path and a replay.
+    @Test func everyEnqueueDoorGatesJobsOfAGatedDestination() throws {
+        try CourierTestDatabase.with { (_, db) throws in
+            _ = try DestinationsTable.setPaused(destination: "http://paused.test", true, on: db)
+            _ = try DestinationsTable.merge(.init(destination: "http://capped.test", maxInFlight: 3), on: db)
+            try db.query("select courier.enqueue(url => 'http://paused.test/sql')")
+            _ = try JobsTable.enqueue(EnqueueRequest(url: "http://capped.test/swift"), on: db)
+            try enqueue(db, 20, url: "http://paused.test/copy")
+            try enqueue(db, 3, url: "http://free.test/x")
+            #expect(try count(db, "select count(*)::bigint from courier.jobs where gated") == 22)
+            #expect(try count(db, "select count(*)::bigint from courier.jobs where gated and destination = 'http://free.test:80'") == 0)
+            // A dead letter of a destination gated after it failed comes back gated when replayed.
+            _ = try JobsTable.enqueue(EnqueueRequest(url: "http://later.test/replayed"), on: db)
+            let worker = UUID()
+            let failed = try JobsTable.claim(queue: "default", limit: 100, worker: worker, leaseMilliseconds: lease, on: db)
+                .filter { $0.destination == "http://later.test:80" }
+            try #require(failed.count == 1)
+            _ = try JobsTable.deadLetter([.init(id: failed[0].id, attempt: failed[0].attempt, lease: failed[0].lease, reason: .permanent,
+                                                errorJSON: #"{"class":"client"}"#, lastClass: .client, lastStatus: 400)],
+                                         worker: worker, on: db)
+            try db.query("update courier.jobs set state = 'available', leased_by = null, lease_expires_at = null, attempt = 0")
+            _ = try DestinationsTable.merge(.init(destination: "http://later.test", maxInFlight: 3), on: db)
+            #expect(try count(db, "select count(*)::bigint from courier.replay_dead_letters()") == 1)
+            #expect(try count(db, "select count(*)::bigint from courier.jobs where gated and url = 'http://later.test/replayed'") == 1)
+            // None of them reaches the plain claim.
+            #expect(try JobsTable.claim(queue: "default", limit: 100, worker: UUID(), leaseMilliseconds: lease, on: db)
+                .map(\.destination) == Array(repeating: "http://free.test:80", count: 3))
         }
     }
 

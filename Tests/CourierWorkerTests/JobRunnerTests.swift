@@ -25,10 +25,10 @@ import Testing
                 seen.record(lease, Task.isCancelled)
             }
         }
-        let one = Lease(id: 1, attempt: 1), two = Lease(id: 2, attempt: 1)
+        let one = Lease(id: 1, token: 1), two = Lease(id: 2, token: 1)
         runner.submit([one, two])
         // The same job id with another attempt is a different lease and is not touched.
-        runner.cancel([Lease(id: 2, attempt: 7), one])
+        runner.cancel([Lease(id: 2, token: 7), one])
         runner.finish()
         await group.value
         #expect(seen.all == [one: true, two: false])
@@ -36,7 +36,7 @@ import Testing
 
     @Test func aCancelBeforeTheJobStartsIsAppliedAsItStarts() async {
         let cancellations = JobCancellations()
-        let lease = Lease(id: 5, attempt: 2)
+        let lease = Lease(id: 5, token: 2)
         cancellations.expect([lease])
         cancellations.cancel([lease])
         let sawCancel = await Task {
@@ -50,7 +50,7 @@ import Testing
 
     @Test func cancelsOfUnknownLeasesAreIgnoredAndLeaveNothingBehind() {
         let cancellations = JobCancellations()
-        cancellations.cancel([Lease(id: 9, attempt: 1)])
+        cancellations.cancel([Lease(id: 9, token: 1)])
         #expect(cancellations.count == 0)
     }
 }

@@ -50,16 +50,16 @@ import Testing
     @Test func theMachineAbortsUnprovenLeasesOnceAndKeepsRenewedOnes() {
         var machine = WorkerStateMachine(concurrency: 4, fence: LeaseFence(lease: .seconds(10)))
         _ = machine.leasesRenewed([], sentAt: t0, now: t0)
-        #expect(machine.claimed([job(1), job(2)], provenAt: t0, now: t0) == .start([Lease(id: 1, attempt: 1), Lease(id: 2, attempt: 1)]))
+        #expect(machine.claimed([job(1), job(2)], provenAt: t0, now: t0) == .start([Lease(id: 1, token: 1), Lease(id: 2, token: 1)]))
         #expect(machine.nextFenceDeadline == t0 + .seconds(8))
         // A renewal at 5 s proves job 1 only (job 2's lease was lost).
-        #expect(machine.leasesRenewed([Lease(id: 1, attempt: 1)], sentAt: t0 + .seconds(5), now: t0 + .seconds(5)) == false)
+        #expect(machine.leasesRenewed([Lease(id: 1, token: 1)], sentAt: t0 + .seconds(5), now: t0 + .seconds(5)) == false)
         #expect(machine.fenceCheck(now: t0 + .seconds(7)).isEmpty)
-        #expect(machine.fenceCheck(now: t0 + .seconds(8)) == [.fence([Lease(id: 2, attempt: 1)])])
-        #expect(machine.jobs[Lease(id: 2, attempt: 1)]?.abortedByFence == true)
+        #expect(machine.fenceCheck(now: t0 + .seconds(8)) == [.fence([Lease(id: 2, token: 1)])])
+        #expect(machine.jobs[Lease(id: 2, token: 1)]?.abortedByFence == true)
         #expect(machine.fenceCheck(now: t0 + .seconds(9)).isEmpty, "each lease is aborted once")
         #expect(machine.nextFenceDeadline == t0 + .seconds(13))
-        #expect(machine.fenceCheck(now: t0 + .seconds(13)) == [.fence([Lease(id: 1, attempt: 1)])])
+        #expect(machine.fenceCheck(now: t0 + .seconds(13)) == [.fence([Lease(id: 1, token: 1)])])
     }
 
     @Test func nothingIsClaimableWhileFencedAndClaimingResumesWithTheNextRenewal() {
@@ -79,10 +79,10 @@ import Testing
         var machine = WorkerStateMachine(concurrency: 4, fence: LeaseFence(lease: .seconds(10)))
         _ = machine.leasesRenewed([], sentAt: t0, now: t0)
         // The claim was sent at t0 but its answer came after the leases stopped being trusted.
-        #expect(machine.claimed([job(1)], provenAt: t0, now: t0 + .seconds(8)) == .handBack([Lease(id: 1, attempt: 1)]))
+        #expect(machine.claimed([job(1)], provenAt: t0, now: t0 + .seconds(8)) == .handBack([Lease(id: 1, token: 1)]))
         #expect(machine.jobs.isEmpty)
         _ = machine.claimed([job(2)], provenAt: t0 + .seconds(1), now: t0 + .seconds(1))
         _ = machine.fenceCheck(now: t0 + .seconds(9))
-        #expect(machine.started(Lease(id: 2, attempt: 1)) == .handBack, "fenced before it started: back unstarted")
+        #expect(machine.started(Lease(id: 2, token: 1)) == .handBack, "fenced before it started: back unstarted")
     }
 }

@@ -98,7 +98,7 @@ import Testing
             let worker = UUID()
             let id = try JobsTable.enqueue(EnqueueRequest(url: "https://example.com/x"), on: db)
             let job = try #require(try JobsTable.claim(queue: "default", limit: 1, worker: worker, leaseMilliseconds: 30_000, on: db).first)
-            try JobsTable.complete([.init(id: id, attempt: job.attempt, status: 200, durationMilliseconds: 3)], worker: worker, on: db)
+            try JobsTable.complete([.init(id: id, attempt: job.attempt, lease: job.lease, status: 200, durationMilliseconds: 3)], worker: worker, on: db)
             #expect(try JobsTable.pruneCompleted(olderThanMilliseconds: 60_000, on: db) == 0)
             #expect(try JobsTable.get(id: id, on: db)?.status == .succeeded)
             #expect(try JobsTable.pruneCompleted(olderThanMilliseconds: 60_000, now: Date().addingTimeInterval(120), on: db) == 1)

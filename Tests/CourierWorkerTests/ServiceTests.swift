@@ -28,9 +28,9 @@ import Testing
             let completer = Completer(configuration: .init(configuration(database), worker: worker), session: session(database),
                                       logger: Logger(level: .debug, sink: { logs.append($0) }), metrics: metrics,
                                       jitter: { 1 }, clock: { .now })
-            completer.append(.success(.init(id: first, attempt: 1, status: 200, durationMilliseconds: 1)))
+            completer.append(.success(.init(id: first, attempt: 1, lease: 1, status: 200, durationMilliseconds: 1)))
             // Its error entry is not JSON: the database refuses it, and with it the batch.
-            completer.append(.deadLetter(.init(id: second, attempt: 1, reason: .permanent, errorJSON: "{not json",
+            completer.append(.deadLetter(.init(id: second, attempt: 1, lease: 1, reason: .permanent, errorJSON: "{not json",
                                                lastClass: .client, lastStatus: 400)))
             let later = ContinuousClock.now + .seconds(1)
             for _ in 0..<completer.configuration.triesBeforeSplit {
@@ -53,10 +53,10 @@ import Testing
             let completer = Completer(configuration: c, session: session(database), logger: Logger(level: .error, sink: { _ in }),
                                       metrics: WorkerMetrics(), jitter: { 1 }, clock: { start })
             #expect(completer.runOnce(now: start) == .seconds(1), "nothing queued: a long wait")
-            completer.append(.handBack(id: 1, attempt: 1))
+            completer.append(.handBack(id: 1, lease: 1))
             #expect(completer.runOnce(now: start + .milliseconds(10)) == .milliseconds(40))
             #expect(completer.count == 1)
-            completer.append(.handBack(id: 2, attempt: 1))
+            completer.append(.handBack(id: 2, lease: 1))
             _ = completer.runOnce(now: start + .milliseconds(10))
             #expect(completer.count == 0, "a full batch is written at once")
         }
@@ -70,11 +70,11 @@ import Testing
             let start = clock.now
             let completer = Completer(configuration: c, session: session(database), logger: Logger(level: .error, sink: { _ in }),
                                       metrics: WorkerMetrics(), jitter: { 1 }, clock: { clock.now })
-            completer.append(.handBack(id: 1, attempt: 1))
+            completer.append(.handBack(id: 1, lease: 1))
             clock.advance(.milliseconds(60))
             // The completer reads the clock once as it starts each write; on the first of
             // those reads a result arrives, as one does from a job ending during the write.
-            clock.onNextRead { completer.append(.handBack(id: 2, attempt: 1)) }
+            clock.onNextRead { completer.append(.handBack(id: 2, lease: 1)) }
             let wait = completer.runOnce(now: start + .milliseconds(60))
             #expect(completer.count == 1, "the result that arrived during the write is not written at once")
             #expect(wait == .milliseconds(50), "it waits its own flush interval")
@@ -99,7 +99,7 @@ import Testing
             _ = heartbeater.runOnce(now: .now)
             let after = try db.query("select lease_expires_at from courier.jobs where id = \(job)").rows[0].decode(0, as: Date.self)
             #expect(after > before, "the lease was renewed")
-            #expect(holder.renewed == [WorkerStateMachine.Lease(id: job, attempt: 1)], "and the holder told which lease was proven")
+            #expect(holder.renewed == [WorkerStateMachine.Lease(id: job, token: 1)], "and the holder told which lease was proven")
             let live = try WorkersTable.live(on: db)
             #expect(live.count == 1, "the worker registered itself")
             try db.execute("update courier.jobs set cancel_requested_at = now() where id = \(job)")
@@ -231,7 +231,7 @@ final class FakeHolder: LeaseHolder, @unchecked Sendable {
     }
     var cancelled: [Int64] { lock.withLock { _cancelled } }
     /// Held jobs, each on its first attempt.
-    var heldLeases: [WorkerStateMachine.Lease] { held.map { WorkerStateMachine.Lease(id: $0, attempt: 1) } }
+    var heldLeases: [WorkerStateMachine.Lease] { held.map { WorkerStateMachine.Lease(id: $0, token: 1) } }
     private var _renewed: [WorkerStateMachine.Lease] = []
     var renewed: [WorkerStateMachine.Lease] { lock.withLock { _renewed } }
     func leasesRenewed(_ renewed: [WorkerStateMachine.Lease], sentAt: ContinuousClock.Instant) {

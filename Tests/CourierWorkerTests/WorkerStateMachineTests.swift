@@ -13,15 +13,15 @@ import Testing
     @Test func claimedJobsTakeSlotsAndFinishingFreesThem() {
         var machine = WorkerStateMachine(concurrency: 3)
         #expect(machine.freeSlots == 3)
-        #expect(machine.claimed([job(1), job(2)]) == .start([Lease(id: 1, attempt: 1), Lease(id: 2, attempt: 1)]))
+        #expect(machine.claimed([job(1), job(2)]) == .start([Lease(id: 1, token: 1), Lease(id: 2, token: 1)]))
         #expect(machine.freeSlots == 1)
-        #expect(machine.started(Lease(id: 1, attempt: 1)) == .run)
-        #expect(machine.jobs[Lease(id: 1, attempt: 1)]?.started == true)
-        let (entry, actions) = machine.finished(Lease(id: 1, attempt: 1))
+        #expect(machine.started(Lease(id: 1, token: 1)) == .run)
+        #expect(machine.jobs[Lease(id: 1, token: 1)]?.started == true)
+        let (entry, actions) = machine.finished(Lease(id: 1, token: 1))
         #expect(entry?.job.id == 1)
         #expect(actions.isEmpty)
         #expect(machine.freeSlots == 2)
-        #expect(machine.started(Lease(id: 1, attempt: 1)) == .ignore)
+        #expect(machine.started(Lease(id: 1, token: 1)) == .ignore)
     }
 
     /// Starting hands the task its job and the entry's marks (a probe's generation, a cancel
@@ -32,18 +32,18 @@ import Testing
         _ = machine.claimed([job(1)])
         _ = machine.claimed([job(2)], probeGeneration: 7)
         _ = machine.cancelRequested(ids: [1])
-        let first = machine.starting(Lease(id: 1, attempt: 1))
+        let first = machine.starting(Lease(id: 1, token: 1))
         #expect(first.action == .run)
         #expect(first.job?.id == 1)
         #expect(first.marks == WorkerStateMachine.Marks(cancelledByOperator: true, abortedByShutdown: false,
                                                         abortedByFence: false, probeGeneration: nil))
         _ = machine.shutdownRequested(now: t0, grace: .seconds(5))
-        let probe = machine.starting(Lease(id: 2, attempt: 1))
+        let probe = machine.starting(Lease(id: 2, token: 1))
         #expect(probe.action == .handBack)
         #expect(probe.job?.id == 2)
         #expect(probe.marks?.probeGeneration == 7)
-        #expect(machine.jobs[Lease(id: 2, attempt: 1)]?.started == false)
-        let gone = machine.starting(Lease(id: 3, attempt: 1))
+        #expect(machine.jobs[Lease(id: 2, token: 1)]?.started == false)
+        let gone = machine.starting(Lease(id: 3, token: 1))
         #expect(gone.action == .ignore && gone.job == nil && gone.marks == nil)
     }
 
@@ -58,12 +58,12 @@ import Testing
         #expect(machine.busiestDestination == nil)
         _ = machine.claimed([job(1, b), job(2, a), job(3, b)])
         #expect(machine.busiestDestination.map { [$0.destination: $0.count] } == [b: 2])
-        _ = machine.finished(Lease(id: 1, attempt: 1))
+        _ = machine.finished(Lease(id: 1, token: 1))
         #expect(machine.busiestDestination.map { [$0.destination: $0.count] } == [a: 1])
-        _ = machine.finished(Lease(id: 1, attempt: 1))   // finished twice: counted once
+        _ = machine.finished(Lease(id: 1, token: 1))   // finished twice: counted once
         #expect(machine.heldPerDestination == [a: 1, b: 1])
-        _ = machine.finished(Lease(id: 2, attempt: 1))
-        _ = machine.finished(Lease(id: 3, attempt: 1))
+        _ = machine.finished(Lease(id: 2, token: 1))
+        _ = machine.finished(Lease(id: 3, token: 1))
         #expect(machine.busiestDestination == nil)
         #expect(machine.heldPerDestination.isEmpty)
     }
@@ -73,15 +73,15 @@ import Testing
         _ = machine.claimed([job(7, attempt: 1)])
         _ = machine.claimed([job(7, attempt: 2)])
         #expect(machine.jobs.count == 2)
-        _ = machine.finished(Lease(id: 7, attempt: 1))
-        #expect(machine.jobs[Lease(id: 7, attempt: 2)] != nil)
+        _ = machine.finished(Lease(id: 7, token: 1))
+        #expect(machine.jobs[Lease(id: 7, token: 2)] != nil)
     }
 
     @Test func cancellationMarksHeldJobsOnceAndIgnoresOthers() {
         var machine = WorkerStateMachine(concurrency: 4)
         _ = machine.claimed([job(1), job(2)])
-        #expect(machine.cancelRequested(ids: [2, 99]) == [.cancel([Lease(id: 2, attempt: 1)])])
-        #expect(machine.jobs[Lease(id: 2, attempt: 1)]?.cancelledByOperator == true)
+        #expect(machine.cancelRequested(ids: [2, 99]) == [.cancel([Lease(id: 2, token: 1)])])
+        #expect(machine.jobs[Lease(id: 2, token: 1)]?.cancelledByOperator == true)
         #expect(machine.cancelRequested(ids: [2]).isEmpty, "a second request for the same job aborts nothing new")
         #expect(machine.cancelRequested(ids: [99]).isEmpty)
     }
@@ -91,7 +91,7 @@ import Testing
         var machine = WorkerStateMachine(concurrency: 4)
         _ = machine.claimed([job(1)])
         _ = machine.claimed([job(2)], probeGeneration: 7)
-        let plain = Lease(id: 1, attempt: 1), probe = Lease(id: 2, attempt: 1)
+        let plain = Lease(id: 1, token: 1), probe = Lease(id: 2, token: 1)
         #expect(machine.marks(of: plain) == .init(cancelledByOperator: false, abortedByShutdown: false, abortedByFence: false))
         _ = machine.cancelRequested(ids: [1])
         #expect(machine.marks(of: plain)?.cancelledByOperator == true)
@@ -111,28 +111,28 @@ import Testing
     @Test func shutdownDrainsStartedJobsAndHandsBackUnstartedOnes() {
         var machine = WorkerStateMachine(concurrency: 4)
         _ = machine.claimed([job(1), job(2)])
-        #expect(machine.started(Lease(id: 1, attempt: 1)) == .run)
+        #expect(machine.started(Lease(id: 1, token: 1)) == .run)
         #expect(machine.shutdownRequested(now: t0, grace: .seconds(5)) == [.stopClaiming])
         #expect(machine.phase == .draining(deadline: t0 + .seconds(5)))
-        #expect(machine.started(Lease(id: 2, attempt: 1)) == .handBack)
-        #expect(machine.finished(Lease(id: 2, attempt: 1)).actions.isEmpty)
+        #expect(machine.started(Lease(id: 2, token: 1)) == .handBack)
+        #expect(machine.finished(Lease(id: 2, token: 1)).actions.isEmpty)
         // A claim that returns after the shutdown began gives its jobs back.
-        #expect(machine.claimed([job(3)]) == .handBack([Lease(id: 3, attempt: 1)]))
+        #expect(machine.claimed([job(3)]) == .handBack([Lease(id: 3, token: 1)]))
         #expect(machine.tick(now: t0 + .seconds(1)).isEmpty)
-        #expect(machine.finished(Lease(id: 1, attempt: 1)).actions == [.flush])
+        #expect(machine.finished(Lease(id: 1, token: 1)).actions == [.flush])
         #expect(machine.phase == .flushing)
     }
 
     @Test func jobsStillRunningAtTheDeadlineAreAbortedThenFlushedWithout() {
         var machine = WorkerStateMachine(concurrency: 4, abortGrace: .seconds(2))
         _ = machine.claimed([job(1), job(2)])
-        _ = machine.started(Lease(id: 1, attempt: 1))
-        _ = machine.started(Lease(id: 2, attempt: 1))
+        _ = machine.started(Lease(id: 1, token: 1))
+        _ = machine.started(Lease(id: 2, token: 1))
         _ = machine.shutdownRequested(now: t0, grace: .seconds(5))
-        #expect(machine.tick(now: t0 + .seconds(5)) == [.abort([Lease(id: 1, attempt: 1), Lease(id: 2, attempt: 1)])])
+        #expect(machine.tick(now: t0 + .seconds(5)) == [.abort([Lease(id: 1, token: 1), Lease(id: 2, token: 1)])])
         #expect(machine.phase == .aborting(deadline: t0 + .seconds(7)))
         #expect(machine.jobs.values.allSatisfy { $0.abortedByShutdown })
-        #expect(machine.finished(Lease(id: 1, attempt: 1)).actions.isEmpty)
+        #expect(machine.finished(Lease(id: 1, token: 1)).actions.isEmpty)
         // One job ignores its abort: the worker flushes without it once the abort grace is over.
         #expect(machine.tick(now: t0 + .seconds(6)).isEmpty)
         #expect(machine.tick(now: t0 + .seconds(7)) == [.flush])
@@ -145,7 +145,7 @@ import Testing
         var machine = WorkerStateMachine(concurrency: 1, abortGrace: .seconds(1))
         #expect(machine.nextDeadline == nil)
         _ = machine.claimed([job(1)])
-        _ = machine.started(Lease(id: 1, attempt: 1))
+        _ = machine.started(Lease(id: 1, token: 1))
         _ = machine.shutdownRequested(now: t0, grace: .seconds(3))
         #expect(machine.nextDeadline == t0 + .seconds(3))
         _ = machine.tick(now: t0 + .seconds(3))

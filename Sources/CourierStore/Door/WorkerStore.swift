@@ -15,7 +15,7 @@ public protocol WorkerStore {
     func jobsClaimGated(queue: String, limit: Int, worker: UUID, leaseMilliseconds: Int) throws -> [ClaimedJob]
     /// Claims a few runnable jobs per destination from a cursor, skipping some (see `JobsTable.claimSpread`).
     func jobsClaimSpread(queue: String, limit: Int, perDestination: Int, after: String?, excluding: [String], visit: Int,
-                         worker: UUID, leaseMilliseconds: Int) throws -> [ClaimedJob]
+                         worker: UUID, leaseMilliseconds: Int) throws -> JobsTable.SpreadRound
     /// One bounded pass moving jobs between the runnable, gated and held states; -1 when another worker's ran.
     func trafficMaintain(batch: Int) throws -> Int
     /// The gated destinations' policies and fleet-wide counters.
@@ -24,15 +24,15 @@ public protocol WorkerStore {
                        leaseMilliseconds: Int) throws -> ClaimedJob?
     /// Renews the leases this worker holds; returns the ids an operator asked to cancel.
     func jobsExtendLeases(ids: [Int64], worker: UUID, leaseMilliseconds: Int) throws -> [Int64]
-    /// Renews exactly these (id, attempt) leases, locked in id order; says which it renewed.
-    func jobsRenewLeases(_ leases: [(id: Int64, attempt: Int)], worker: UUID, leaseMilliseconds: Int) throws -> JobsTable.LeaseRenewal
+    /// Renews exactly these (id, lease token) leases, locked in id order; says which it renewed.
+    func jobsRenewLeases(_ leases: [(id: Int64, lease: Int64)], worker: UUID, leaseMilliseconds: Int) throws -> JobsTable.LeaseRenewal
     func jobsCancelRequested(worker: UUID) throws -> [Int64]
     func jobsComplete(_ successes: [JobsTable.Success], worker: UUID, archive: Bool) throws -> [Int64]
     func jobsRetry(_ retries: [JobsTable.Retry], worker: UUID) throws -> [Int64]
     func jobsDeadLetter(_ letters: [JobsTable.DeadLetter], worker: UUID) throws -> [Int64]
-    func jobsHandBack(ids: [Int64], attempts: [Int], worker: UUID) throws -> [Int64]
+    func jobsHandBack(ids: [Int64], leases: [Int64], worker: UUID) throws -> [Int64]
     /// Hands jobs back without using their attempt, due no sooner than now + `notBeforeMilliseconds`.
-    func jobsHandBack(ids: [Int64], attempts: [Int], worker: UUID, notBeforeMilliseconds: Int64) throws -> [Int64]
+    func jobsHandBack(ids: [Int64], leases: [Int64], worker: UUID, notBeforeMilliseconds: Int64) throws -> [Int64]
     func jobsRescueExpired() throws -> JobsTable.RescueResult
     func jobsReleaseStaleHolds() throws -> Int
     func completedJobsPrune(olderThanMilliseconds: Int64) throws -> Int
@@ -109,7 +109,7 @@ public struct PostgresWorkerStore: WorkerStore {
         try JobsTable.claimGated(queue: queue, limit: limit, worker: worker, leaseMilliseconds: leaseMilliseconds, on: connection)
     }
     public func jobsClaimSpread(queue: String, limit: Int, perDestination: Int, after: String?, excluding: [String], visit: Int,
-                                worker: UUID, leaseMilliseconds: Int) throws -> [ClaimedJob] {
+                                worker: UUID, leaseMilliseconds: Int) throws -> JobsTable.SpreadRound {
         try JobsTable.claimSpread(queue: queue, limit: limit, perDestination: perDestination, after: after, excluding: excluding,
                                   visit: visit, worker: worker, leaseMilliseconds: leaseMilliseconds, on: connection)
     }
@@ -123,7 +123,7 @@ public struct PostgresWorkerStore: WorkerStore {
     public func jobsExtendLeases(ids: [Int64], worker: UUID, leaseMilliseconds: Int) throws -> [Int64] {
         try JobsTable.extendLeases(ids: ids, worker: worker, leaseMilliseconds: leaseMilliseconds, on: connection)
     }
-    public func jobsRenewLeases(_ leases: [(id: Int64, attempt: Int)], worker: UUID,
+    public func jobsRenewLeases(_ leases: [(id: Int64, lease: Int64)], worker: UUID,
                                 leaseMilliseconds: Int) throws -> JobsTable.LeaseRenewal {
         try JobsTable.renewLeases(leases, worker: worker, leaseMilliseconds: leaseMilliseconds, on: connection)
     }
@@ -139,11 +139,11 @@ public struct PostgresWorkerStore: WorkerStore {
     public func jobsDeadLetter(_ letters: [JobsTable.DeadLetter], worker: UUID) throws -> [Int64] {
         try JobsTable.deadLetter(letters, worker: worker, on: connection)
     }
-    public func jobsHandBack(ids: [Int64], attempts: [Int], worker: UUID) throws -> [Int64] {
-        try JobsTable.handBack(ids: ids, attempts: attempts, worker: worker, on: connection)
+    public func jobsHandBack(ids: [Int64], leases: [Int64], worker: UUID) throws -> [Int64] {
+        try JobsTable.handBack(ids: ids, leases: leases, worker: worker, on: connection)
     }
-    public func jobsHandBack(ids: [Int64], attempts: [Int], worker: UUID, notBeforeMilliseconds: Int64) throws -> [Int64] {
-        try JobsTable.handBack(ids: ids, attempts: attempts, worker: worker, notBeforeMilliseconds: notBeforeMilliseconds, on: connection)
+    public func jobsHandBack(ids: [Int64], leases: [Int64], worker: UUID, notBeforeMilliseconds: Int64) throws -> [Int64] {
+        try JobsTable.handBack(ids: ids, leases: leases, worker: worker, notBeforeMilliseconds: notBeforeMilliseconds, on: connection)
     }
     public func jobsRescueExpired() throws -> JobsTable.RescueResult { try JobsTable.rescueExpired(on: connection) }
     public func jobsReleaseStaleHolds() throws -> Int { try JobsTable.releaseStaleHolds(on: connection) }

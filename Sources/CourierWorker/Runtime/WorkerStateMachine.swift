@@ -4,9 +4,9 @@ import CourierStore
 /// runtime must do, and nothing else changes it. The runtime keeps one instance
 /// under a lock; tests drive it one event at a time.
 ///
-/// Jobs are keyed by id and attempt: after a lost lease the same job can come back
-/// to this worker as a later attempt while the old attempt is still unwinding, and
-/// the two must not overwrite each other.
+/// Jobs are keyed by id and lease token: after a lost lease the same job can come back
+/// to this worker under a later lease while the old one is still unwinding, and the two
+/// must not overwrite each other.
 public struct WorkerStateMachine: Sendable {
     /// Where a graceful shutdown stands.
     public enum Phase: Sendable, Equatable {
@@ -21,13 +21,13 @@ public struct WorkerStateMachine: Sendable {
         case stopped
     }
 
-    /// One lease this worker holds.
+    /// One lease this worker holds: the job and the lease's fence token (``ClaimedJob/lease``).
     public struct Lease: Sendable, Hashable {
         public var id: Int64
-        public var attempt: Int
-        public init(id: Int64, attempt: Int) {
+        public var token: Int64
+        public init(id: Int64, token: Int64) {
             self.id = id
-            self.attempt = attempt
+            self.token = token
         }
     }
 
@@ -128,7 +128,7 @@ public struct WorkerStateMachine: Sendable {
     ///     a claim whose answer came too late to be trusted is handed back unstarted.
     public mutating func claimed(_ claimed: [ClaimedJob], probeGeneration: Int64? = nil,
                                  provenAt: ContinuousClock.Instant? = nil, now: ContinuousClock.Instant? = nil) -> ClaimAction {
-        let leases = claimed.map { Lease(id: $0.id, attempt: $0.attempt) }
+        let leases = claimed.map { Lease(id: $0.id, token: $0.lease) }
         guard isRunning else { return .handBack(leases) }
         if let provenAt, let now, fence.isUntrusted(provenAt: provenAt, now: now) { return .handBack(leases) }
         for (lease, job) in zip(leases, claimed) {

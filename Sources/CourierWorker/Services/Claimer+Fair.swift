@@ -34,8 +34,11 @@ extension Claimer {
                                               worker: self.configuration.worker,
                                               leaseMilliseconds: self.configuration.leaseMilliseconds)
                 }
-                guard case .success(let jobs) = result else { return nil }
-                withPlanner(queue) { $0.spreadClaimed(limit: limit, destinations: jobs.map(\.destination), now: now) }
+                guard case .success(let round) = result else { return nil }
+                let jobs = round.jobs
+                withPlanner(queue) {
+                    $0.spreadClaimed(limit: limit, destinations: jobs.map(\.destination), visited: round.visited, now: now)
+                }
                 if !jobs.isEmpty {
                     metrics.recordClaim(batch: jobs.count)
                     intake.accept(jobs, probeGeneration: nil, provenAt: now)

@@ -88,13 +88,13 @@ final class Heartbeater: WorkerService, @unchecked Sendable {
                     _ = try store.breakerRenewProbe(destination: probe.destination, generation: probe.generation, worker: id,
                                                     probeLeaseMilliseconds: self.configuration.probeLeaseMilliseconds)
                 }
-                return try store.jobsRenewLeases(held.map { ($0.id, $0.attempt) }, worker: id,
+                return try store.jobsRenewLeases(held.map { ($0.id, $0.token) }, worker: id,
                                                  leaseMilliseconds: self.configuration.leaseMilliseconds)
             }
             if case .success(let renewal) = result {
                 lastHeartbeat = now
                 reportedStopping = stopping
-                holder.leasesRenewed(renewal.renewed.map { WorkerStateMachine.Lease(id: $0.id, attempt: $0.attempt) }, sentAt: sentAt)
+                holder.leasesRenewed(renewal.renewed.map { WorkerStateMachine.Lease(id: $0.id, token: $0.lease) }, sentAt: sentAt)
                 holder.cancelRequested(renewal.cancelled)
             }
         } else if !held.isEmpty && (wanted || lastCancelCheck.map { now - $0 >= configuration.cancelCheckInterval } ?? true) {
