@@ -1,8 +1,24 @@
 import Foundation
 import Postgres
 
-/// Renewing leases (the heartbeater's statement).
+/// Renewing leases (the heartbeater's statement), and finding leases a worker holds
+/// without knowing it.
 extension JobsTable {
+    /// The leases the database says `worker` holds, as (id, lease token), except the jobs of
+    /// breakers whose half-open probe `worker` owns (a probe's claim may be in flight on the
+    /// prober's own connection). After a claim whose reply was lost, the worker compares
+    /// these with what it knows and hands back, unattempted, what it does not know.
+    /// Read through jobs_running_idx (leased_by, for running jobs only).
+    public static func leasesHeld(worker: UUID, on connection: PostgresConnection) throws -> [(id: Int64, lease: Int64)] {
+        try connection.query("""
+            select j.id, j.lease_seq from courier.jobs j
+            where j.state = 'running' and j.leased_by = \(worker)
+              and not exists (select 1 from courier.breakers b
+                              where b.destination = j.destination and b.state = 'half_open' and b.probe_owner = \(worker))
+            order by j.id
+            """).rows.map { (try $0.decode(0, as: Int64.self), try $0.decode(1, as: Int64.self)) }
+    }
+
     /// What one renewal did.
     public struct LeaseRenewal: Sendable, Equatable {
         /// The leases renewed, as (id, lease token): still this worker's, under that lease.

@@ -11,6 +11,10 @@ import Postgres
 ///     let proxy = try FreezableProxy(forwardingTo: database.url)
 ///     let url = proxy.url(for: database.url)   // the same database, through the proxy
 ///     proxy.freeze(); ...; proxy.thaw()
+///
+/// It can also hold only the server's replies (statements still reach PostgreSQL and
+/// commit, their answers wait: a reply lost in the network) and cut every open connection
+/// while it goes on accepting new ones (a link that drops).
 public final class FreezableProxy: @unchecked Sendable {
     /// The port the proxy listens on (127.0.0.1).
     public let port: Int
@@ -18,6 +22,7 @@ public final class FreezableProxy: @unchecked Sendable {
     private let listenFD: Int32
     private let condition = NSCondition()
     private var frozen = false
+    private var repliesHeld = false
     private var stopped = false
     private var sockets: Set<Int32> = []
     private var acceptedCount = 0
@@ -74,6 +79,24 @@ public final class FreezableProxy: @unchecked Sendable {
         condition.broadcast()
     }
 
+    /// Holds what PostgreSQL sends (replies, notifications) while still forwarding what
+    /// clients send: statements run and commit, and their answers wait.
+    public func holdReplies() { condition.withLock { repliesHeld = true } }
+
+    /// Forwards the held replies again.
+    public func releaseReplies() {
+        condition.withLock { repliesHeld = false }
+        condition.broadcast()
+    }
+
+    /// Closes every open connection (both sides), as a dropped link would; replies held
+    /// are lost. New connections are still accepted.
+    public func cutConnections() {
+        let open = condition.withLock { sockets }
+        for fd in open { shutdown(fd, Int32(SHUT_RDWR)) }
+        condition.broadcast()
+    }
+
     /// Connections accepted so far.
     public var connectionsAccepted: Int { condition.withLock { acceptedCount } }
 
@@ -91,11 +114,12 @@ public final class FreezableProxy: @unchecked Sendable {
         for fd in open { shutdown(fd, Int32(SHUT_RDWR)) }
     }
 
-    /// Waits while frozen; false once stopped.
-    private func waitWhileFrozen() -> Bool {
+    /// Waits while frozen (or, for the server's direction, while replies are held); false
+    /// once stopped.
+    private func waitWhileFrozen(replies: Bool = false) -> Bool {
         condition.lock()
         defer { condition.unlock() }
-        while frozen && !stopped { condition.wait() }
+        while (frozen || (replies && repliesHeld)) && !stopped { condition.wait() }
         return !stopped
     }
 
@@ -125,7 +149,7 @@ public final class FreezableProxy: @unchecked Sendable {
             let remaining = ConnectionPair(client: client, server: server)
             for (from, to) in [(client, server), (server, client)] {
                 let thread = Thread { [self] in
-                    pump(from: from, to: to)
+                    pump(from: from, to: to, replies: from == server)
                     if remaining.oneDirectionDone() {
                         condition.withLock {
                             sockets.remove(client)
@@ -141,17 +165,18 @@ public final class FreezableProxy: @unchecked Sendable {
         }
     }
 
-    /// Copies bytes until either side closes; never reads while frozen.
-    private func pump(from: Int32, to: Int32) {
+    /// Copies bytes until either side closes; never reads while frozen (nor, carrying
+    /// `replies`, while replies are held).
+    private func pump(from: Int32, to: Int32, replies: Bool) {
         var buffer = [UInt8](repeating: 0, count: 64 * 1024)
-        while waitWhileFrozen() {
+        while waitWhileFrozen(replies: replies) {
             var descriptor = pollfd(fd: from, events: Int16(POLLIN), revents: 0)
             let ready = poll(&descriptor, 1, 100)
             if ready < 0 && errno == EINTR { continue }
             if ready < 0 { break }
             if ready == 0 { continue }
             // Frozen between poll and read: leave the bytes where they are.
-            guard waitWhileFrozen() else { break }
+            guard waitWhileFrozen(replies: replies) else { break }
             let count = buffer.withUnsafeMutableBytes { read(from, $0.baseAddress, $0.count) }
             if count <= 0 { break }
             var offset = 0

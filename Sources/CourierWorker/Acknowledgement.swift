@@ -75,6 +75,19 @@ extension Acknowledgement {
 }
 
 extension Acknowledgement {
+    /// The job lease this result is about (nil for destination pauses and probe verdicts).
+    /// The lease stays renewed until the result is written (DESIGN.md invariant 2): a job
+    /// leaves the worker's held set when its result is queued, not when it is written.
+    var lease: WorkerStateMachine.Lease? {
+        switch self {
+        case .success(let s): WorkerStateMachine.Lease(id: s.id, token: s.lease)
+        case .retry(let r): WorkerStateMachine.Lease(id: r.id, token: r.lease)
+        case .deadLetter(let d): WorkerStateMachine.Lease(id: d.id, token: d.lease)
+        case .handBack(let id, let lease), .handBackLater(let id, let lease, _): WorkerStateMachine.Lease(id: id, token: lease)
+        case .destinationPause, .probeResult, .probeAbandon: nil
+        }
+    }
+
     /// Whether writing it puts a job back in the queue (so the claimer should look).
     var requeuesJob: Bool {
         switch self {

@@ -399,6 +399,11 @@ extension Worker: JobIntake {
     var slots: (free: Int, held: Int) { withState { ($0.claimableSlots(now: clock.instant()), $0.jobs.count) } }
     var busiestDestination: (destination: String, count: Int)? { withState { $0.busiestDestination } }
 
+    func handBackUnknown(_ leases: [WorkerStateMachine.Lease]) {
+        for lease in leases { completer.append(.handBack(id: lease.id, lease: lease.token)) }
+        completer.wake()
+    }
+
     func accept(_ jobs: [ClaimedJob], probeGeneration: Int64?, provenAt: ContinuousClock.Instant) {
         guard !jobs.isEmpty else { return }
         let now = clock.instant()
@@ -425,7 +430,14 @@ extension Worker: JobIntake {
 
 extension Worker: LeaseHolder {
     var heldIDs: [Int64] { withState { $0.heldIDs } }
-    var heldLeases: [WorkerStateMachine.Lease] { withState { $0.heldLeases } }
+    /// The jobs held, and the leases of results not yet written: both stay renewed until
+    /// the result is in the database (DESIGN.md invariant 2).
+    var heldLeases: [WorkerStateMachine.Lease] {
+        let held = withState { $0.heldLeases }
+        let unwritten = completer.unwrittenLeases
+        guard !unwritten.isEmpty else { return held }
+        return Array(Set(held).union(unwritten))
+    }
     var heldProbes: [(destination: String, generation: Int64)] { withState { $0.heldProbes } }
 
     func leasesRenewed(_ renewed: [WorkerStateMachine.Lease], sentAt: ContinuousClock.Instant) {

@@ -44,6 +44,38 @@ import Testing
         }
     }
 
+    /// DESIGN.md invariant 2: a lease stays renewed until its result is written. The
+    /// Completer lists the leases of the results it holds, through failed writes, until they
+    /// are written; the worker renews those with its running jobs'.
+    @Test func aResultWaitingToBeWrittenKeepsItsLeaseListedUntilWritten() throws {
+        try CourierTestDatabase.with { database, db in
+            let worker = UUID()
+            let id = try JobsTable.enqueue(EnqueueRequest(url: "http://127.0.0.1:9/a"), on: db)
+            let job = try #require(try JobsTable.claim(queue: "default", limit: 1, worker: worker, leaseMilliseconds: 30_000, on: db).first)
+            let lease = WorkerStateMachine.Lease(id: id, token: job.lease)
+            let later = ContinuousClock.now + .seconds(1)
+            // The acknowledgement connection cannot reach the database (nothing listens on port 9).
+            let cutOff = StoreSession(configuration: DatabaseConfiguration(connectionString: "postgresql://127.0.0.1:9/none?connect_timeout=1"),
+                                      pause: { _ in })
+            let stalled = Completer(configuration: .init(configuration(database), worker: worker), session: cutOff,
+                                    logger: Logger(level: .error, sink: { _ in }), metrics: WorkerMetrics(), jitter: { 1 }, clock: { .now })
+            stalled.append(.success(.init(id: id, attempt: job.attempt, lease: job.lease, status: 200, durationMilliseconds: 1)))
+            stalled.append(.destinationPause(destination: job.destination, milliseconds: 1))
+            #expect(stalled.unwrittenLeases == [lease])
+            _ = stalled.runOnce(now: later)
+            #expect(stalled.count == 2, "the write failed: the results wait")
+            #expect(stalled.unwrittenLeases == [lease], "and so the lease is still listed for renewal")
+            // The same result through a connection that works: written, and no longer listed.
+            let working = Completer(configuration: .init(configuration(database), worker: worker), session: session(database),
+                                    logger: Logger(level: .error, sink: { _ in }), metrics: WorkerMetrics(), jitter: { 1 }, clock: { .now })
+            working.append(.success(.init(id: id, attempt: job.attempt, lease: job.lease, status: 200, durationMilliseconds: 1)))
+            _ = working.runOnce(now: later)
+            #expect(working.count == 0)
+            #expect(working.unwrittenLeases.isEmpty)
+            #expect(try JobsTable.get(id: id, on: db)?.status == .succeeded)
+        }
+    }
+
     @Test func aBatchWaitsForItsFlushIntervalUnlessFull() throws {
         try CourierTestDatabase.with { database, _ in
             var c = Completer.Configuration(configuration(database), worker: UUID())

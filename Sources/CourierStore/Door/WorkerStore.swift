@@ -27,6 +27,8 @@ public protocol WorkerStore {
     /// Renews exactly these (id, lease token) leases, locked in id order; says which it renewed.
     func jobsRenewLeases(_ leases: [(id: Int64, lease: Int64)], worker: UUID, leaseMilliseconds: Int) throws -> JobsTable.LeaseRenewal
     func jobsCancelRequested(worker: UUID) throws -> [Int64]
+    /// The leases the database says this worker holds, but for its own probes' jobs (``JobsTable/leasesHeld(worker:on:)``).
+    func jobsLeasesHeld(worker: UUID) throws -> [(id: Int64, lease: Int64)]
     func jobsComplete(_ successes: [JobsTable.Success], worker: UUID, archive: Bool) throws -> [Int64]
     func jobsRetry(_ retries: [JobsTable.Retry], worker: UUID) throws -> [Int64]
     func jobsDeadLetter(_ letters: [JobsTable.DeadLetter], worker: UUID) throws -> [Int64]
@@ -126,6 +128,9 @@ public struct PostgresWorkerStore: WorkerStore {
     public func jobsRenewLeases(_ leases: [(id: Int64, lease: Int64)], worker: UUID,
                                 leaseMilliseconds: Int) throws -> JobsTable.LeaseRenewal {
         try JobsTable.renewLeases(leases, worker: worker, leaseMilliseconds: leaseMilliseconds, on: connection)
+    }
+    public func jobsLeasesHeld(worker: UUID) throws -> [(id: Int64, lease: Int64)] {
+        try JobsTable.leasesHeld(worker: worker, on: connection)
     }
     public func jobsCancelRequested(worker: UUID) throws -> [Int64] {
         try JobsTable.cancelRequested(worker: worker, on: connection)

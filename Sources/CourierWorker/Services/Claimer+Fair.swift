@@ -28,13 +28,13 @@ extension Claimer {
             switch step {
             case .spread(let limit, let perDestination, let after, let excluding):
                 let limit = min(limit, left)
-                let result = session.run { store in
+                let result = runClaim { store in
                     try store.jobsClaimSpread(queue: queue, limit: limit, perDestination: perDestination, after: after,
                                               excluding: excluding, visit: max(16, limit * Self.spreadVisitsPerJob),
                                               worker: self.configuration.worker,
                                               leaseMilliseconds: self.configuration.leaseMilliseconds)
                 }
-                guard case .success(let round) = result else { return nil }
+                guard let round = result else { return nil }
                 let jobs = round.jobs
                 withPlanner(queue) {
                     $0.spreadClaimed(limit: limit, destinations: jobs.map(\.destination), visited: round.visited, now: now)

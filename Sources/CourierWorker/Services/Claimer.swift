@@ -12,6 +12,11 @@ protocol JobIntake: AnyObject, Sendable {
     var slots: (free: Int, held: Int) { get }
     /// The destination holding the most slots, and how many; nil when none is held.
     var busiestDestination: (destination: String, count: Int)? { get }
+    /// Every lease this worker knows of: its jobs', and those of results not yet written.
+    var heldLeases: [WorkerStateMachine.Lease] { get }
+    /// Gives back, unattempted, leases the database says this worker holds that it does not
+    /// know (a claim whose reply was lost).
+    func handBackUnknown(_ leases: [WorkerStateMachine.Lease])
     /// Takes over jobs a claim or a won probe returned; `provenAt` is when the claim was
     /// sent (their leases are trusted from then, see ``LeaseFence``).
     func accept(_ jobs: [ClaimedJob], probeGeneration: Int64?, provenAt: ContinuousClock.Instant)
@@ -77,6 +82,9 @@ final class Claimer: WorkerService, @unchecked Sendable {
     private var freeSince: ContinuousClock.Instant?
     /// Per queue: how each round's slots are claimed fairly across destinations (see ``ClaimPlanner``).
     private var planners: [String: ClaimPlanner] = [:]
+    /// A claim failed with the connection: it may have committed, and its jobs be leased to
+    /// this worker without the worker knowing. Looked into before the next claim.
+    private var claimReplyLost = false
     /// Called once the schema is found complete (wakes the services that waited for it).
     var onSchemaReady: (@Sendable () -> Void)?
 
@@ -126,6 +134,7 @@ final class Claimer: WorkerService, @unchecked Sendable {
         }
         freeSince = nil
         moreWaiting = false
+        if claimReplyLost { reconcileLeases() }
         let queues = configuration.queues
         for _ in 0..<queues.count {
             let queue = queues[nextQueue % queues.count]
@@ -151,17 +160,44 @@ final class Claimer: WorkerService, @unchecked Sendable {
 
     func finish() { session.close() }
 
+    /// Runs a claim statement. A failure that lost the connection may have lost a committed
+    /// claim's reply: remember to look for leases this worker holds without knowing.
+    func runClaim<T>(_ body: @escaping (any WorkerStore) throws -> T) -> T? {
+        switch session.run(body) {
+        case .success(let value): return value
+        case .failure(let error):
+            if error.isConnectionLoss { claimReplyLost = true }
+            return nil
+        }
+    }
+
+    /// After a lost claim reply: the leases the database gives this worker that it does not
+    /// know go back unattempted (through the Completer, so they stay renewed until the
+    /// hand-back is written), instead of waiting out the lease to be rescued as an attempt,
+    /// or dead-lettered as `ambiguous` though never sent. Run on the claimer's thread, so no
+    /// claim of its own is in flight; the prober's jobs are left out by the query, and the
+    /// hand-back is fenced by lease token, so a job whose result was written meanwhile is
+    /// untouched.
+    private func reconcileLeases() {
+        guard case .success(let inDatabase) = session.run({ try $0.jobsLeasesHeld(worker: self.configuration.worker) }) else { return }
+        claimReplyLost = false
+        let known = Set(intake.heldLeases)
+        let unknown = inDatabase.map { WorkerStateMachine.Lease(id: $0.id, token: $0.lease) }.filter { !known.contains($0) }
+        guard !unknown.isEmpty else { return }
+        logger.info("handing back jobs leased by a claim whose reply was lost", [("jobs", unknown.count)])
+        intake.handBackUnknown(unknown)
+    }
+
     /// The plain claim of `queue`, from the bound ``ClaimBounds`` keeps (or from the start);
     /// hands the jobs over. `restart`: it came back short from a bound, so a claim from the
     /// start should follow before idling. Nil when the claim failed.
     func claimPlain(queue: String, limit: Int, now: ContinuousClock.Instant) -> (jobs: [ClaimedJob], restart: Bool)? {
         let from = bounds.start(queue: queue, now: now)
         let startedAt = ContinuousClock.now
-        let result = session.run { store in
+        guard let batch = runClaim({ store in
             try store.jobsClaim(queue: queue, limit: limit, worker: self.configuration.worker,
                                 leaseMilliseconds: self.configuration.leaseMilliseconds, after: from)
-        }
-        guard case .success(let batch) = result else { return nil }
+        }) else { return nil }
         let endedAt = ContinuousClock.now
         // The jobs first: the bookkeeping below is not on their way to running.
         intake.accept(batch.jobs, probeGeneration: nil, provenAt: now)
@@ -174,11 +210,10 @@ final class Claimer: WorkerService, @unchecked Sendable {
     /// Claims gated jobs of `queue` and hands them over; returns how many, nil when the claim failed.
     /// `now` is taken before the claim is sent: the leases are trusted from then (see ``LeaseFence``).
     private func claimGated(queue: String, limit: Int, now: ContinuousClock.Instant) -> Int? {
-        let result = session.run { store in
+        guard let jobs = runClaim({ store in
             try store.jobsClaimGated(queue: queue, limit: limit, worker: self.configuration.worker,
                                      leaseMilliseconds: self.configuration.leaseMilliseconds)
-        }
-        guard case .success(let jobs) = result else { return nil }
+        }) else { return nil }
         if !jobs.isEmpty {
             metrics.recordClaim(batch: jobs.count)
             intake.accept(jobs, probeGeneration: nil, provenAt: now)

@@ -7,6 +7,10 @@ import Foundation
 /// times, then written one result at a time; a result that still fails is dropped
 /// and logged, so one bad row cannot stall every other result. Its lease then
 /// expires and the rescuer takes the job back: nothing is lost.
+///
+/// Until a result is written (or dropped), its lease is listed in ``unwrittenLeases``, and
+/// the heartbeater keeps renewing it: a stalled or slow acknowledgement connection does not
+/// let another worker rescue a job whose result is waiting here.
 final class Completer: WorkerService, @unchecked Sendable {
     struct Configuration: Sendable {
         var worker: UUID
@@ -47,6 +51,9 @@ final class Completer: WorkerService, @unchecked Sendable {
 
     private let lock = NSLock()
     private var pending: [Acknowledgement] = []
+    /// The leases of results queued or being written, counted (one job can have a hand-back
+    /// and its probe's verdict, or two leases' results, waiting at once).
+    private var unwritten: [WorkerStateMachine.Lease: Int] = [:]
     private var oldestQueuedAt: ContinuousClock.Instant?
     private var refusals = 0
 
@@ -63,6 +70,9 @@ final class Completer: WorkerService, @unchecked Sendable {
     /// Results not yet written.
     var count: Int { lock.withLock { pending.count } }
 
+    /// The leases whose results are not written yet: they must stay renewed.
+    var unwrittenLeases: [WorkerStateMachine.Lease] { lock.withLock { Array(unwritten.keys) } }
+
     /// So many results wait that claiming more would only grow the pile.
     var isBacklogged: Bool { count > backlogLimit }
     private var backlogLimit: Int { configuration.batch * 4 }
@@ -71,6 +81,7 @@ final class Completer: WorkerService, @unchecked Sendable {
     func append(_ item: Acknowledgement) {
         let (first, full) = lock.withLock { () -> (Bool, Bool) in
             pending.append(item)
+            if let lease = item.lease { unwritten[lease, default: 0] += 1 }
             if oldestQueuedAt == nil { oldestQueuedAt = clock() }
             return (pending.count == 1, pending.count == configuration.batch)
         }
@@ -131,6 +142,7 @@ final class Completer: WorkerService, @unchecked Sendable {
         switch write(batch) {
         case .success:
             lock.withLock { refusals = 0 }
+            settled(batch)
             metrics.recordAckFlush(count: batch.count, latency: clock() - started)
             if batch.contains(where: \.requeuesJob) { requeued() }
             return true
@@ -156,6 +168,7 @@ final class Completer: WorkerService, @unchecked Sendable {
             for _ in 0..<configuration.triesBeforeSplit {
                 switch write([item]) {
                 case .success:
+                    settled([item])
                     written = true
                 case .failure(let error) where error.isConnectionLoss:
                     // Not this result's fault: keep it for the next round.
@@ -167,6 +180,7 @@ final class Completer: WorkerService, @unchecked Sendable {
                 break
             }
             if !written {
+                settled([item])
                 logger.error("dropped a result the database refuses; the job's lease will expire and it will be rescued",
                              [("result", item.summary)])
                 metrics.recordDroppedAcknowledgement()
@@ -179,6 +193,16 @@ final class Completer: WorkerService, @unchecked Sendable {
         return session.run { store in
             try Acknowledgement.write(batch, worker: self.configuration.worker, breakerPolicy: self.configuration.breakerPolicy,
                                       jitter: jitter, archiveSuccesses: self.configuration.archiveSuccesses, to: store)
+        }
+    }
+
+    /// These results were written (or dropped): their leases need no more renewing.
+    private func settled(_ items: [Acknowledgement]) {
+        lock.withLock {
+            for item in items {
+                guard let lease = item.lease, let count = unwritten[lease] else { continue }
+                unwritten[lease] = count > 1 ? count - 1 : nil
+            }
         }
     }
 

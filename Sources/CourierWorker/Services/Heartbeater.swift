@@ -4,7 +4,7 @@ import Foundation
 
 /// What the heartbeater needs from the worker.
 protocol LeaseHolder: AnyObject, Sendable {
-    /// The leases this worker holds.
+    /// The leases this worker holds: its jobs', and those of results not yet written.
     var heldLeases: [WorkerStateMachine.Lease] { get }
     /// The half-open probes this worker is running: their leases are renewed with the jobs'.
     var heldProbes: [(destination: String, generation: Int64)] { get }
