@@ -68,6 +68,8 @@ final class Claimer: WorkerService, @unchecked Sendable {
     /// The fleet's traffic policies: whether to run the gated claim, and how soon to look again.
     private let traffic: TrafficState
     private var nextQueue = 0
+    /// How each round's slots are shared between the gated and the plain claim.
+    private var share = ClaimShare()
     /// Where each queue's next plain claim starts (see ``ClaimBounds``).
     private var bounds = ClaimBounds()
     private var schemaReady = false
@@ -139,18 +141,33 @@ final class Claimer: WorkerService, @unchecked Sendable {
         for _ in 0..<queues.count {
             let queue = queues[nextQueue % queues.count]
             nextQueue += 1
-            var want = min(intake.freeSlots, configuration.claimBatch)
+            let want = min(intake.freeSlots, configuration.claimBatch)
             guard want > 0 else { break }
-            // Destinations with a traffic policy first, within their limits; the rest of the batch from the plain claim.
+            // Destinations with a traffic policy, within their limits, and the plain claim share
+            // the round (ClaimShare): neither can fill it while the other has work.
+            var gatedShare = 0, gated = 0
             if traffic.isActive {
-                guard let gated = claimGated(queue: queue, limit: want, now: now) else { break }
-                want -= gated
-                if want == 0 { return .zero }
+                gatedShare = share.gatedShare(of: want)
+                if gatedShare > 0 {
+                    guard let taken = claimGated(queue: queue, limit: gatedShare, now: now) else { break }
+                    gated = taken
+                }
             }
             // The plain claim, and spread claims where one destination would hold the rest back (Claimer+Fair).
-            guard let round = claimPlanned(queue: queue, want: want, now: now) else { break }
+            let plainWant = want - gated
+            var plainClaimed = 0, plainFull = false
+            if plainWant > 0 {
+                guard let round = claimPlanned(queue: queue, want: plainWant, now: now) else { break }
+                (plainClaimed, plainFull) = (round.claimed, round.plainFull)
+            }
+            let topUp = traffic.isActive
+                ? ClaimShare.gatedTopUp(free: want, gatedShare: gatedShare, gatedTaken: gated, plainTaken: plainClaimed) : 0
+            if topUp > 0 {
+                guard let taken = claimGated(queue: queue, limit: topUp, now: now) else { break }
+                gated += taken
+            }
             // A full batch: more may be waiting, claim again at once.
-            if round.plainFull || round.claimed == want {
+            if plainFull || gated + plainClaimed == want {
                 moreWaiting = true
                 return .zero
             }
