@@ -99,6 +99,45 @@ import Testing
         }
     }
 
+    /// The review's case (issue #40, item 5): twenty destinations after the cursor have only
+    /// retries scheduled ahead, another queue's jobs, or held jobs; a due job waits before the
+    /// cursor. Each call says how far it looked, the next goes on from there, and the due job
+    /// is reached, instead of every call spending its visits on the same twenty.
+    @Test func theCursorMovesPastDestinationsWithNothingDue() throws {
+        try CourierTestDatabase.with { (_, db) throws in
+            for n in 0..<20 {
+                let url = "http://z-ahead-\(String(format: "%02d", n)).test/x"
+                switch n % 3 {
+                case 0:
+                    var r = EnqueueRequest(url: url)
+                    r.runAt = Date().addingTimeInterval(3600)
+                    _ = try JobsTable.enqueue(r, on: db)
+                case 1: try enqueue(db, 1, url: url, queue: "elsewhere")
+                default:
+                    try enqueue(db, 1, url: url)
+                    try db.query("update courier.jobs set held_since = now() where url = \(url)")
+                }
+            }
+            try enqueue(db, 1, url: "http://a-due.test/x")
+            var after: String? = "http://m.test:80"
+            var taken: [String] = []
+            var calls = 0
+            while taken.isEmpty && calls < 5 {
+                let round = try JobsTable.claimSpread(queue: "default", limit: 4, perDestination: 1, after: after, excluding: [],
+                                                      visit: 8, worker: UUID(), leaseMilliseconds: lease, on: db)
+                taken = round.jobs.map(\.destination)
+                if taken.isEmpty {
+                    let visited = try #require(round.visited, "an empty call still says where it stopped")
+                    #expect(visited > (after ?? ""), "the cursor moves on: \(visited) after \(after ?? "nil")")
+                }
+                after = round.visited
+                calls += 1
+            }
+            #expect(taken == ["http://a-due.test:80"], "the due job is reached after \(calls) calls")
+            #expect(calls == 3, "8 visits a call: two calls walk the twenty, the third wraps to the due job")
+        }
+    }
+
     @Test func heldBrokenPausedAndGatedDestinationsAndLockedRowsAreSkipped() throws {
         try CourierTestDatabase.with { (database, db) throws in
             for name in ["held", "open", "later", "gated", "locked", "ok"] { try enqueue(db, 2, url: "http://\(name).test/x") }
