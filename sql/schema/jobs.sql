@@ -42,6 +42,7 @@ CREATE TABLE courier.jobs (
     signing_secret courier.secret_name,
     gated boolean DEFAULT false NOT NULL,
     unique_scope text,
+    lease_seq bigint DEFAULT 0 NOT NULL,
     CONSTRAINT jobs_attempt_check CHECK ((attempt >= 0)),
     CONSTRAINT jobs_max_attempts_check CHECK (((max_attempts >= 1) AND (max_attempts <= 1000))),
     CONSTRAINT jobs_priority_check CHECK (((priority >= '-32768'::integer) AND (priority <= 32767))),
@@ -146,6 +147,20 @@ CREATE UNIQUE INDEX jobs_unique_key_idx ON courier.jobs USING btree (unique_scop
 --
 
 CREATE TRIGGER jobs_enqueuer_destination_check BEFORE INSERT ON courier.jobs FOR EACH ROW WHEN ((NOT (pg_has_role(SESSION_USER, 'courier_worker'::name, 'MEMBER'::text) OR pg_has_role(SESSION_USER, 'courier_admin'::name, 'MEMBER'::text)))) EXECUTE FUNCTION courier.check_enqueuer_destination();
+
+
+--
+-- Name: jobs jobs_gate_new; Type: TRIGGER
+--
+
+CREATE TRIGGER jobs_gate_new BEFORE INSERT ON courier.jobs FOR EACH ROW EXECUTE FUNCTION courier.jobs_gate_new();
+
+
+--
+-- Name: COLUMN jobs.lease_seq; Type: COMMENT
+--
+
+COMMENT ON COLUMN courier.jobs.lease_seq IS 'How many times the job was leased: the fence token of its current lease (never repeats for the row).';
 
 
 --
@@ -266,13 +281,15 @@ declare
     v_after    timestamptz := timestamptz 'epoch' + p_after_run_at_us * interval '1 microsecond';
     v_after_id bigint := p_after_id;
     v_got      int;
+    -- Whether any destination is gated (one probe of destinations_gated_idx): when none is,
+    -- the per-row check below is skipped.
+    v_any_gated boolean;
 begin
     if p_limit <= 0 then
         return;
     end if;
     -- No row when the queue is paused; v_last is null when nothing waits. The highest
-    -- waiting priority first, then the lowest only below it: an empty queue, or one whose
-    -- waiting jobs share one priority, is looked for once, not from both ends.
+    -- waiting priority first, then the lowest only below it.
     select h.last,
            coalesce(p_after_priority,
                     (select c.priority from courier.jobs c
@@ -293,18 +310,17 @@ begin
         return;
     end if;
     if p_after_priority is null then
-        -- From the start: the lowest waiting priority, from its first job.
         v_after := '-infinity';
         v_after_id := 0;
     end if;
+    v_any_gated := exists (select 1 from courier.destinations d where d.gated);
     loop
         -- One priority's due jobs from the position, in the index's order, locked as read,
-        -- then updated through the primary key (no statistics can turn that into a scan).
-        -- The index's own order: with the parameters unknown to the planner (the plan is
-        -- generic), only this ORDER BY keeps it walking jobs_runnable_idx.
+        -- then updated through the primary key. Rows of a destination that is held back or
+        -- gated (not yet moved by the keeper) are passed over before the LIMIT counts them.
         return query
         update courier.jobs j
-        set state = 'running', attempt = j.attempt + 1, leased_by = p_worker,
+        set state = 'running', attempt = j.attempt + 1, lease_seq = j.lease_seq + 1, leased_by = p_worker,
             lease_expires_at = now() + p_lease_ms * interval '1 millisecond', attempted_at = now()
         where j.id = any(array(
                 select c.id from courier.jobs c
@@ -312,15 +328,15 @@ begin
                   and c.priority = v_priority and (c.run_at, c.id) > (v_after, v_after_id) and c.run_at <= now()
                   and (select courier.holds_back(b) from courier.breakers b
                        where b.destination = c.destination) is not true
+                  and (not v_any_gated
+                       or (select d.gated from courier.destinations d where d.destination = c.destination) is not true)
                 order by c.queue, c.priority, c.run_at, c.id
                 limit v_left
                 for update skip locked))
-          and not exists (select 1 from courier.destinations d where d.destination = j.destination and d.gated)
         returning j.*;
         get diagnostics v_got = row_count;
         v_left := v_left - v_got;
         exit when v_left <= 0 or v_priority >= v_last;
-        -- The next waiting priority, from its first job.
         select c.priority into v_priority from courier.jobs c
         where c.queue = p_queue and c.state = 'available' and c.held_since is null and not c.gated
           and c.priority > v_priority
@@ -587,6 +603,79 @@ GRANT ALL ON FUNCTION courier.claim_spread(p_queue text, p_limit integer, p_per_
 
 
 --
+-- Name: claim_spread_round(text, integer, integer, uuid, integer, text, text[], integer); Type: FUNCTION
+--
+
+CREATE FUNCTION courier.claim_spread_round(p_queue text, p_limit integer, p_per_destination integer, p_worker uuid, p_lease_ms integer, p_after text, p_exclude text[], p_visit integer) RETURNS TABLE(job courier.jobs, visited text)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_left    int := p_limit;
+    v_cursor  text := coalesce(p_after, '');
+    v_wrapped boolean := p_after is null;
+    v_visits  int := 0;
+    v_next    text;
+    v_skip    text;
+    v_last    text;
+    v_got     int;
+begin
+    if p_limit <= 0 or p_per_destination <= 0
+       or exists (select 1 from courier.queue_settings q where q.queue = p_queue and q.paused) then
+        return;
+    end if;
+    while v_left > 0 and v_visits < p_visit loop
+        -- The next destination with a waiting job: one descent of jobs_destination_idx,
+        -- stopping before the next excluded destination (0030).
+        select min(e) into v_skip from unnest(p_exclude) e where e > v_cursor;
+        if v_skip is null then
+            select min(j.destination) into v_next from courier.jobs j
+            where j.state = 'available' and j.destination > v_cursor;
+        else
+            select min(j.destination) into v_next from courier.jobs j
+            where j.state = 'available' and j.destination > v_cursor and j.destination < v_skip;
+            if v_next is null then
+                v_cursor := v_skip;
+                v_last := v_skip;
+                v_visits := v_visits + 1;
+                continue;
+            end if;
+        end if;
+        if v_next is null or (v_wrapped and p_after is not null and v_next > p_after) then
+            exit when v_wrapped;
+            v_wrapped := true;
+            v_cursor := '';
+            continue;
+        end if;
+        v_cursor := v_next;
+        v_last := v_next;
+        v_visits := v_visits + 1;
+        continue when v_next = any(p_exclude)
+            or exists (select 1 from courier.breakers b
+                       where b.destination = v_next and (b.state <> 'closed' or b.not_before > now()))
+            or exists (select 1 from courier.destinations d where d.destination = v_next and d.gated)
+            or not courier.has_due_job(v_next, p_queue, false, null);
+        return query select t, null::text
+                     from courier.claim_take(v_next, p_queue, false, p_worker, p_lease_ms,
+                                             least(v_left, p_per_destination), null) t;
+        get diagnostics v_got = row_count;
+        v_left := v_left - v_got;
+    end loop;
+    return query select null::courier.jobs, v_last;
+end
+$$;
+
+
+--
+-- Name: FUNCTION claim_spread_round(p_queue text, p_limit integer, p_per_destination integer, p_worker uuid, p_lease_ms integer, p_after text, p_exclude text[], p_visit integer); Type: ACL
+--
+
+REVOKE ALL ON FUNCTION courier.claim_spread_round(p_queue text, p_limit integer, p_per_destination integer, p_worker uuid, p_lease_ms integer, p_after text, p_exclude text[], p_visit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION courier.claim_spread_round(p_queue text, p_limit integer, p_per_destination integer, p_worker uuid, p_lease_ms integer, p_after text, p_exclude text[], p_visit integer) TO courier_worker;
+GRANT ALL ON FUNCTION courier.claim_spread_round(p_queue text, p_limit integer, p_per_destination integer, p_worker uuid, p_lease_ms integer, p_after text, p_exclude text[], p_visit integer) TO courier_admin;
+
+
+--
 -- Name: claim_take(text, text, boolean, uuid, integer, integer, boolean); Type: FUNCTION
 --
 
@@ -609,15 +698,12 @@ begin
         return;
     end if;
     loop
-        -- The next waiting priority, as in courier.has_due_job.
         select c.priority into v_priority from courier.jobs c
         where c.destination = p_destination and c.held_since is null and c.gated = p_gated and c.queue = p_queue
           and c.state = 'available' and c.priority > coalesce(v_priority, -32769)
         order by c.destination, c.held_since, c.gated, c.queue, c.priority
         limit 1;
         exit when not found;
-        -- One priority's due jobs, in the index's order (with the parameters unknown to
-        -- the planner, only this ORDER BY keeps it walking the index), locked as read.
         v_ids := array(
             select c.id from courier.jobs c
             where c.destination = p_destination and c.held_since is null and c.gated = p_gated
@@ -628,10 +714,9 @@ begin
             limit v_left
             for update skip locked);
         if cardinality(v_ids) > 0 then
-            -- Primary key probes per id.
             return query
             update courier.jobs j
-            set state = 'running', attempt = j.attempt + 1, leased_by = p_worker,
+            set state = 'running', attempt = j.attempt + 1, lease_seq = j.lease_seq + 1, leased_by = p_worker,
                 lease_expires_at = now() + p_lease_ms * interval '1 millisecond', attempted_at = now()
             where j.id = any(v_ids)
             returning j.*;
@@ -651,6 +736,43 @@ $$;
 REVOKE ALL ON FUNCTION courier.claim_take(p_destination text, p_queue text, p_gated boolean, p_worker uuid, p_lease_ms integer, p_limit integer, p_retries boolean) FROM PUBLIC;
 GRANT ALL ON FUNCTION courier.claim_take(p_destination text, p_queue text, p_gated boolean, p_worker uuid, p_lease_ms integer, p_limit integer, p_retries boolean) TO courier_worker;
 GRANT ALL ON FUNCTION courier.claim_take(p_destination text, p_queue text, p_gated boolean, p_worker uuid, p_lease_ms integer, p_limit integer, p_retries boolean) TO courier_admin;
+
+
+--
+-- Name: complete_jobs(bigint[], bigint[], integer[], integer[], uuid, boolean); Type: FUNCTION
+--
+
+CREATE FUNCTION courier.complete_jobs(p_ids bigint[], p_leases bigint[], p_statuses integer[], p_durations_ms integer[], p_worker uuid, p_archive boolean) RETURNS SETOF bigint
+    LANGUAGE plpgsql ROWS 100
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET plan_cache_mode TO 'force_generic_plan'
+    SET enable_seqscan TO 'off'
+    SET enable_bitmapscan TO 'off'
+    SET enable_nestloop TO 'off'
+    SET enable_mergejoin TO 'off'
+    SET jit TO 'off'
+    AS $$
+begin
+    -- p_statuses: the HTTP status, -1 for none.
+    return query
+    with done as (
+        delete from courier.jobs j
+        using unnest(p_ids, p_leases, p_statuses, p_durations_ms) as a(id, lease, status, duration_ms)
+        where j.id = any(p_ids) and j.id = a.id and j.lease_seq = a.lease and j.leased_by = p_worker
+        returning j.id, j.kind, j.queue, j.destination, j.method, j.url, j.attempt, nullif(a.status, -1) as status,
+                  a.duration_ms, j.idempotency_key, j.errors, j.created_at, j.signing_secret
+    ),
+    archived as (
+        insert into courier.completed_jobs (id, kind, queue, destination, method, url, attempt, status, duration_ms,
+                                            idempotency_key, errors, worker, created_at, signing_secret)
+        select id, kind, queue, destination, method, url, attempt, status, duration_ms, idempotency_key, errors,
+               p_worker, created_at, signing_secret
+        from done
+        where p_archive
+    )
+    select done.id from done;
+end
+$$;
 
 
 --
@@ -697,6 +819,72 @@ $$;
 REVOKE ALL ON FUNCTION courier.complete_jobs(p_ids bigint[], p_attempts integer[], p_statuses integer[], p_durations_ms integer[], p_worker uuid, p_archive boolean) FROM PUBLIC;
 GRANT ALL ON FUNCTION courier.complete_jobs(p_ids bigint[], p_attempts integer[], p_statuses integer[], p_durations_ms integer[], p_worker uuid, p_archive boolean) TO courier_worker;
 GRANT ALL ON FUNCTION courier.complete_jobs(p_ids bigint[], p_attempts integer[], p_statuses integer[], p_durations_ms integer[], p_worker uuid, p_archive boolean) TO courier_admin;
+
+
+--
+-- Name: FUNCTION complete_jobs(p_ids bigint[], p_leases bigint[], p_statuses integer[], p_durations_ms integer[], p_worker uuid, p_archive boolean); Type: ACL
+--
+
+REVOKE ALL ON FUNCTION courier.complete_jobs(p_ids bigint[], p_leases bigint[], p_statuses integer[], p_durations_ms integer[], p_worker uuid, p_archive boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION courier.complete_jobs(p_ids bigint[], p_leases bigint[], p_statuses integer[], p_durations_ms integer[], p_worker uuid, p_archive boolean) TO courier_worker;
+GRANT ALL ON FUNCTION courier.complete_jobs(p_ids bigint[], p_leases bigint[], p_statuses integer[], p_durations_ms integer[], p_worker uuid, p_archive boolean) TO courier_admin;
+
+
+--
+-- Name: dead_letter_jobs(bigint[], bigint[], text[], text[], text[], integer[], uuid); Type: FUNCTION
+--
+
+CREATE FUNCTION courier.dead_letter_jobs(p_ids bigint[], p_leases bigint[], p_reasons text[], p_errors text[], p_classes text[], p_statuses integer[], p_worker uuid) RETURNS SETOF bigint
+    LANGUAGE plpgsql ROWS 100
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET plan_cache_mode TO 'force_generic_plan'
+    SET enable_seqscan TO 'off'
+    SET enable_bitmapscan TO 'off'
+    SET enable_nestloop TO 'off'
+    SET enable_mergejoin TO 'off'
+    SET jit TO 'off'
+    AS $$
+begin
+    return query
+    with a as (
+        select *, (reason = 'deadline' and error = '') as never_ran
+        from unnest(p_ids, p_leases, p_reasons, p_errors, p_classes, p_statuses)
+            as a(id, lease, reason, error, last_class, last_status)
+    ),
+    early as (
+        update courier.jobs j
+        set state = 'available', attempt = j.attempt - 1, leased_by = null, lease_expires_at = null,
+            run_at = greatest(j.run_at, j.deadline)
+        from a
+        where j.id = any(p_ids) and j.id = a.id and j.lease_seq = a.lease and j.leased_by = p_worker
+          and a.never_ran and coalesce(j.deadline > now(), false)
+        returning j.id
+    ),
+    gone as (
+        delete from courier.jobs j
+        using a
+        where j.id = any(p_ids) and j.id = a.id and j.lease_seq = a.lease and j.leased_by = p_worker
+          and not (a.never_ran and coalesce(j.deadline > now(), false))
+        returning j.*, a.reason as dl_reason, a.error as dl_error, a.last_class as dl_class, a.last_status as dl_status,
+                  a.never_ran as dl_never_ran
+    ),
+    recorded as (
+        insert into courier.dead_letters (job_id, reason, attempt, errors, last_class, last_status, worker,
+            kind, queue, priority, destination, method, url, headers, body, timeout_ms, expect_content_type,
+            idempotency_key, unique_key, args, max_attempts, deadline, created_at, signing_secret)
+        select id, dl_reason, case when dl_never_ran then attempt - 1 else attempt end,
+            case when dl_error = '' then errors else errors || jsonb_build_array(dl_error::jsonb) end,
+            nullif(dl_class, ''), nullif(dl_status, -1), leased_by::text,
+            kind, queue, priority, destination, method, url, headers, body, timeout_ms, expect_content_type,
+            idempotency_key, unique_key, args, max_attempts, deadline, created_at, signing_secret
+        from gone
+        returning job_id
+    )
+    select recorded.job_id from recorded
+    union all
+    select early.id from early;
+end
+$$;
 
 
 --
@@ -763,6 +951,15 @@ $$;
 REVOKE ALL ON FUNCTION courier.dead_letter_jobs(p_ids bigint[], p_attempts integer[], p_reasons text[], p_errors text[], p_classes text[], p_statuses integer[], p_worker uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION courier.dead_letter_jobs(p_ids bigint[], p_attempts integer[], p_reasons text[], p_errors text[], p_classes text[], p_statuses integer[], p_worker uuid) TO courier_worker;
 GRANT ALL ON FUNCTION courier.dead_letter_jobs(p_ids bigint[], p_attempts integer[], p_reasons text[], p_errors text[], p_classes text[], p_statuses integer[], p_worker uuid) TO courier_admin;
+
+
+--
+-- Name: FUNCTION dead_letter_jobs(p_ids bigint[], p_leases bigint[], p_reasons text[], p_errors text[], p_classes text[], p_statuses integer[], p_worker uuid); Type: ACL
+--
+
+REVOKE ALL ON FUNCTION courier.dead_letter_jobs(p_ids bigint[], p_leases bigint[], p_reasons text[], p_errors text[], p_classes text[], p_statuses integer[], p_worker uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION courier.dead_letter_jobs(p_ids bigint[], p_leases bigint[], p_reasons text[], p_errors text[], p_classes text[], p_statuses integer[], p_worker uuid) TO courier_worker;
+GRANT ALL ON FUNCTION courier.dead_letter_jobs(p_ids bigint[], p_leases bigint[], p_reasons text[], p_errors text[], p_classes text[], p_statuses integer[], p_worker uuid) TO courier_admin;
 
 
 --
@@ -954,6 +1151,32 @@ GRANT ALL ON FUNCTION courier.enqueue_job(kind text, args jsonb, queue text, pri
 
 
 --
+-- Name: hand_back_jobs(bigint[], bigint[], uuid, bigint); Type: FUNCTION
+--
+
+CREATE FUNCTION courier.hand_back_jobs(p_ids bigint[], p_leases bigint[], p_worker uuid, p_not_before_ms bigint) RETURNS SETOF bigint
+    LANGUAGE plpgsql ROWS 100
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET plan_cache_mode TO 'force_generic_plan'
+    SET enable_seqscan TO 'off'
+    SET enable_bitmapscan TO 'off'
+    SET enable_nestloop TO 'off'
+    SET enable_mergejoin TO 'off'
+    SET jit TO 'off'
+    AS $$
+begin
+    return query
+    update courier.jobs j
+    set state = 'available', attempt = j.attempt - 1, leased_by = null, lease_expires_at = null,
+        run_at = greatest(j.run_at, now() + p_not_before_ms * interval '1 millisecond')
+    from unnest(p_ids, p_leases) as a(id, lease)
+    where j.id = any(p_ids) and j.id = a.id and j.lease_seq = a.lease and j.leased_by = p_worker
+    returning j.id;
+end
+$$;
+
+
+--
 -- Name: hand_back_jobs(bigint[], integer[], uuid, bigint); Type: FUNCTION
 --
 
@@ -986,6 +1209,15 @@ $$;
 REVOKE ALL ON FUNCTION courier.hand_back_jobs(p_ids bigint[], p_attempts integer[], p_worker uuid, p_not_before_ms bigint) FROM PUBLIC;
 GRANT ALL ON FUNCTION courier.hand_back_jobs(p_ids bigint[], p_attempts integer[], p_worker uuid, p_not_before_ms bigint) TO courier_worker;
 GRANT ALL ON FUNCTION courier.hand_back_jobs(p_ids bigint[], p_attempts integer[], p_worker uuid, p_not_before_ms bigint) TO courier_admin;
+
+
+--
+-- Name: FUNCTION hand_back_jobs(p_ids bigint[], p_leases bigint[], p_worker uuid, p_not_before_ms bigint); Type: ACL
+--
+
+REVOKE ALL ON FUNCTION courier.hand_back_jobs(p_ids bigint[], p_leases bigint[], p_worker uuid, p_not_before_ms bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION courier.hand_back_jobs(p_ids bigint[], p_leases bigint[], p_worker uuid, p_not_before_ms bigint) TO courier_worker;
+GRANT ALL ON FUNCTION courier.hand_back_jobs(p_ids bigint[], p_leases bigint[], p_worker uuid, p_not_before_ms bigint) TO courier_admin;
 
 
 --
@@ -1037,6 +1269,62 @@ GRANT ALL ON FUNCTION courier.has_due_job(p_destination text, p_queue text, p_ga
 
 
 --
+-- Name: jobs_gate_new(); Type: FUNCTION
+--
+
+CREATE FUNCTION courier.jobs_gate_new() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    new.gated := coalesce((select d.gated from courier.destinations d where d.destination = new.destination), false);
+    return new;
+end
+$$;
+
+
+--
+-- Name: FUNCTION jobs_gate_new(); Type: ACL
+--
+
+REVOKE ALL ON FUNCTION courier.jobs_gate_new() FROM PUBLIC;
+GRANT ALL ON FUNCTION courier.jobs_gate_new() TO courier_worker;
+GRANT ALL ON FUNCTION courier.jobs_gate_new() TO courier_admin;
+
+
+--
+-- Name: renew_leases(bigint[], bigint[], uuid, integer); Type: FUNCTION
+--
+
+CREATE FUNCTION courier.renew_leases(p_ids bigint[], p_leases bigint[], p_worker uuid, p_lease_ms integer) RETURNS TABLE(job_id bigint, job_lease bigint, cancel_requested boolean)
+    LANGUAGE plpgsql ROWS 100
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET plan_cache_mode TO 'force_generic_plan'
+    SET enable_seqscan TO 'off'
+    SET enable_bitmapscan TO 'off'
+    SET enable_nestloop TO 'off'
+    SET enable_mergejoin TO 'off'
+    SET jit TO 'off'
+    AS $$
+begin
+    return query
+    with mine as (
+        select j.id
+        from courier.jobs j
+        join unnest(p_ids, p_leases) as w(id, lease) on j.id = w.id and j.lease_seq = w.lease
+        where j.id = any(p_ids) and j.leased_by = p_worker
+        order by j.id
+        for update of j skip locked
+    )
+    update courier.jobs j
+    set lease_expires_at = now() + p_lease_ms * interval '1 millisecond'
+    where j.id = any(array(select mine.id from mine))
+    returning j.id, j.lease_seq, j.cancel_requested_at is not null;
+end
+$$;
+
+
+--
 -- Name: renew_leases(bigint[], integer[], uuid, integer); Type: FUNCTION
 --
 
@@ -1075,6 +1363,71 @@ $$;
 REVOKE ALL ON FUNCTION courier.renew_leases(p_ids bigint[], p_attempts integer[], p_worker uuid, p_lease_ms integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION courier.renew_leases(p_ids bigint[], p_attempts integer[], p_worker uuid, p_lease_ms integer) TO courier_worker;
 GRANT ALL ON FUNCTION courier.renew_leases(p_ids bigint[], p_attempts integer[], p_worker uuid, p_lease_ms integer) TO courier_admin;
+
+
+--
+-- Name: FUNCTION renew_leases(p_ids bigint[], p_leases bigint[], p_worker uuid, p_lease_ms integer); Type: ACL
+--
+
+REVOKE ALL ON FUNCTION courier.renew_leases(p_ids bigint[], p_leases bigint[], p_worker uuid, p_lease_ms integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION courier.renew_leases(p_ids bigint[], p_leases bigint[], p_worker uuid, p_lease_ms integer) TO courier_worker;
+GRANT ALL ON FUNCTION courier.renew_leases(p_ids bigint[], p_leases bigint[], p_worker uuid, p_lease_ms integer) TO courier_admin;
+
+
+--
+-- Name: retry_jobs(bigint[], bigint[], bigint[], text[], boolean[], uuid); Type: FUNCTION
+--
+
+CREATE FUNCTION courier.retry_jobs(p_ids bigint[], p_leases bigint[], p_delays_ms bigint[], p_errors text[], p_uses_attempt boolean[], p_worker uuid) RETURNS SETOF bigint
+    LANGUAGE plpgsql ROWS 100
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET plan_cache_mode TO 'force_generic_plan'
+    SET enable_seqscan TO 'off'
+    SET enable_bitmapscan TO 'off'
+    SET enable_nestloop TO 'off'
+    SET enable_mergejoin TO 'off'
+    SET jit TO 'off'
+    AS $$
+begin
+    return query
+    with a as (
+        select * from unnest(p_ids, p_leases, p_delays_ms, p_errors, p_uses_attempt)
+            as a(id, lease, delay_ms, error, uses_attempt)
+    ),
+    retried as (
+        update courier.jobs j
+        set state = 'available', run_at = now() + a.delay_ms * interval '1 millisecond', last_delay_ms = a.delay_ms,
+            leased_by = null, lease_expires_at = null, errors = j.errors || jsonb_build_array(a.error::jsonb),
+            attempt = j.attempt - case when a.uses_attempt then 0 else 1 end,
+            held_since = case when courier.breaker_holds(j.destination) then now() end
+        from a
+        where j.id = any(p_ids) and j.id = a.id and j.lease_seq = a.lease and j.leased_by = p_worker
+          and j.cancel_requested_at is null
+        returning j.id
+    ),
+    cancelled as (
+        delete from courier.jobs j
+        using a
+        where j.id = any(p_ids) and j.id = a.id and j.lease_seq = a.lease and j.leased_by = p_worker
+          and j.cancel_requested_at is not null
+        returning j.*, a.error as dl_error, a.uses_attempt as dl_uses_attempt
+    ),
+    recorded as (
+        insert into courier.dead_letters (job_id, reason, attempt, errors, last_class, last_status, worker,
+            kind, queue, priority, destination, method, url, headers, body, timeout_ms, expect_content_type,
+            idempotency_key, unique_key, args, max_attempts, deadline, created_at, signing_secret)
+        select id, 'cancelled', attempt - case when dl_uses_attempt then 0 else 1 end,
+            errors || jsonb_build_array(dl_error::jsonb), 'cancelled', null, leased_by::text,
+            kind, queue, priority, destination, method, url, headers, body, timeout_ms, expect_content_type,
+            idempotency_key, unique_key, args, max_attempts, deadline, created_at, signing_secret
+        from cancelled
+        returning job_id
+    )
+    select retried.id from retried
+    union all
+    select recorded.job_id from recorded;
+end
+$$;
 
 
 --
@@ -1141,3 +1494,12 @@ $$;
 REVOKE ALL ON FUNCTION courier.retry_jobs(p_ids bigint[], p_attempts integer[], p_delays_ms bigint[], p_errors text[], p_uses_attempt boolean[], p_worker uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION courier.retry_jobs(p_ids bigint[], p_attempts integer[], p_delays_ms bigint[], p_errors text[], p_uses_attempt boolean[], p_worker uuid) TO courier_worker;
 GRANT ALL ON FUNCTION courier.retry_jobs(p_ids bigint[], p_attempts integer[], p_delays_ms bigint[], p_errors text[], p_uses_attempt boolean[], p_worker uuid) TO courier_admin;
+
+
+--
+-- Name: FUNCTION retry_jobs(p_ids bigint[], p_leases bigint[], p_delays_ms bigint[], p_errors text[], p_uses_attempt boolean[], p_worker uuid); Type: ACL
+--
+
+REVOKE ALL ON FUNCTION courier.retry_jobs(p_ids bigint[], p_leases bigint[], p_delays_ms bigint[], p_errors text[], p_uses_attempt boolean[], p_worker uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION courier.retry_jobs(p_ids bigint[], p_leases bigint[], p_delays_ms bigint[], p_errors text[], p_uses_attempt boolean[], p_worker uuid) TO courier_worker;
+GRANT ALL ON FUNCTION courier.retry_jobs(p_ids bigint[], p_leases bigint[], p_delays_ms bigint[], p_errors text[], p_uses_attempt boolean[], p_worker uuid) TO courier_admin;
