@@ -1,7 +1,8 @@
 /// The limits and character rules for a job's stored headers: the Swift side of the
-/// rules that `sql/0010_security_hardening.sql` puts on the `courier.header_map`
-/// domain, so every door (courier.enqueue, COPY, jobctl, NDJSON, the Swift API) refuses
-/// the same headers. `HeaderRulesAgreementTests` checks both sides at each boundary.
+/// rules of the `courier.header_map` domain (sql/schema/domains.sql, with
+/// `courier.check_headers` and `courier.headers_plainly_valid`), so every door
+/// (courier.enqueue, COPY, jobctl, NDJSON, the Swift API) refuses the same headers.
+/// `HeaderRulesAgreementTests` checks both sides at each boundary.
 ///
 /// The limits keep a hostile or careless enqueuer from making the worker build
 /// megabyte requests (libcurl fails on them after connecting) or spend seconds on

@@ -7,7 +7,8 @@ public enum BreakersTable {
     /// or a Retry-After pause in force: `courier.breakers_holding_back()`, the claim's rule
     /// as a set) or a pause (`jobctl destination pause`); at most `limit`, in name order.
     /// Every worker reads this each second, so it reads only those rows, through partial
-    /// indexes (a paused destination is gated), never the tables whole (sql/0038).
+    /// indexes (a paused destination is gated), never the tables whole (the indexes:
+    /// sql/schema/breakers.sql, sql/schema/destinations.sql).
     public static func heldBack(limit: Int, on connection: PostgresConnection) throws -> [String] {
         try connection.query(PostgresQuery(unsafeSQL: heldBackSQL, binds: [limit])).rows.map { try $0.decode(0, as: String.self) }
     }
@@ -85,7 +86,7 @@ extension BreakersTable {
     /// planner turned it into a semi-join that scanned every waiting job (O(backlog) on
     /// every maintenance tick of every worker: 13 ms per call at 50k waiting jobs).
     /// `b.state <> 'closed'` is breakers_not_closed_idx's predicate, so the breakers read are
-    /// the few not closed, not every destination that ever had one (sql/0038).
+    /// the few not closed, not every destination that ever had one (sql/schema/breakers.sql).
     public static func dueForProbe(queues: [String], on connection: PostgresConnection) throws -> [String] {
         try connection.query(PostgresQuery(unsafeSQL: dueForProbeSQL, binds: [queues])).rows.map { try $0.decode(0, as: String.self) }
     }

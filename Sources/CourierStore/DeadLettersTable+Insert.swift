@@ -20,8 +20,8 @@ extension DeadLettersTable {
     ///
     /// One fragment rather than a SQL function: every caller inserts a set of rows inside a
     /// larger data-modifying statement, which stays one round trip and one plan this way.
-    /// The acknowledgement functions of migration 0034 (`courier.retry_jobs`,
-    /// `courier.dead_letter_jobs`) spell the same insert in SQL; `DeadLetterColumnsTests`
+    /// The acknowledgement functions (`courier.retry_jobs`, `courier.dead_letter_jobs`,
+    /// sql/schema/jobs.sql) spell the same insert in SQL; `DeadLetterColumnsTests`
     /// checks that every path, here or there, keeps each column both tables share.
     static func insertFromJobs(source: StaticString, reason: StaticString, attempt: StaticString = "attempt",
                                errors: StaticString, lastClass: StaticString, lastStatus: StaticString = "null",

@@ -108,7 +108,8 @@ extension EnqueueRequest {
     }
 
     // The character classes of the SQL domains' patterns, checked byte by byte: a regular
-    // expression per field was most of the validation time of a bulk load (bench/RESULTS.md).
+    // expression per field was most of the validation time of a bulk load (bench/notes.md,
+    // "Where the time goes").
 
     /// `^[A-Z][A-Z0-9_-]{0,19}$`
     static func isMethodToken(_ text: String) -> Bool {

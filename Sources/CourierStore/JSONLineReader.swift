@@ -4,7 +4,7 @@
 /// raw text (after checking them), so a JSON `body` is stored exactly as written and
 /// nothing is decoded that is not needed. Foundation's `JSONSerialization` built a
 /// dictionary of boxed values per line and was most of `jobctl enqueue --ndjson`'s
-/// parse time (bench/RESULTS.md).
+/// parse time (bench/notes.md, "Where the time goes").
 struct JSONLineReader {
     /// A member's value. Objects, arrays and numbers keep their byte range in the line.
     enum Value {

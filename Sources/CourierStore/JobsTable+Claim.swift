@@ -82,7 +82,7 @@ extension JobsTable {
     /// microseconds since 1970, $7 id of the position (see ``ClaimPosition``).
     public static let claimAfterSQL = claimStatement(position: "$5::int, $6::bigint, $7::bigint")
 
-    /// The claim is `courier.claim` (`sql/0031_claim_function.sql`, where its rules are
+    /// The claim is `courier.claim` (`sql/schema/jobs.sql`, where its rules are
     /// written): a loose index scan of `jobs_runnable_idx`, one waiting priority after
     /// another and within each the due jobs in order, so jobs scheduled ahead cost nothing.
     /// Rows are locked as they are read (`FOR UPDATE SKIP LOCKED`); held-back destinations

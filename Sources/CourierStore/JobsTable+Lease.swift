@@ -6,7 +6,7 @@ import Postgres
 /// matches the job's id, its lease token (`ClaimedJob.lease`, `courier.jobs.lease_seq`,
 /// bumped by every claim and by nothing else) and the worker holding it, so a late or
 /// re-sent write from a worker that lost its lease changes nothing, even when the same
-/// worker holds the job again under a later lease (migration 0039). (Every way out of
+/// worker holds the job again under a later lease (since migration 0039). (Every way out of
 /// `running` clears `leased_by`, so `leased_by = worker` already implies `running`;
 /// repeating `state = 'running'` only tempts the planner into scanning every running
 /// row through the partial lease index instead of probing the primary key.)
@@ -51,8 +51,8 @@ extension JobsTable {
     /// The fence is id + lease token + `leased_by`: every path out of `running` (retry, hand
     /// back, rescue) clears `leased_by`, so `leased_by = $5` already means "still running
     /// under this worker's lease", and the token says which lease. `courier.complete_jobs`
-    /// (0034, fenced by token since 0039) reaches the rows through primary key probes and
-    /// matches the tokens by a hash join, one plan
+    /// (sql/schema/jobs.sql; fenced by token since 0039) reaches the rows through primary
+    /// key probes and matches the tokens by a hash join, one plan
     /// whatever the statistics of `courier.jobs` say. Skipping the archive is about a fifth
     /// of the database's work per job (pgbench, claim + ack of 100: ~50k jobs/s with it,
     /// ~60k without).
@@ -90,7 +90,7 @@ extension JobsTable {
         guard !retries.isEmpty else { return [] }
         let retries = retries.sorted { $0.id < $1.id }
         // A job an operator cancelled while its attempt ran ends as a `cancelled` dead
-        // letter in the same statement (see `courier.retry_jobs`, migration 0034).
+        // letter in the same statement (see `courier.retry_jobs`, sql/schema/jobs.sql).
         return try connection.query("""
             select courier.retry_jobs(\(retries.map(\.id))::bigint[], \(retries.map(\.lease))::bigint[],
                                       \(retries.map(\.delayMilliseconds))::bigint[], \(retries.map(\.errorJSON))::text[],
@@ -209,7 +209,7 @@ extension JobsTable {
 
     /// The rescue's first statement: the fleet-wide lock (true when taken) and, for the
     /// rest of the transaction, the planner settings of the acknowledgement functions
-    /// (migration 0034). The rescue joins the rows it took to `courier.jobs`; with nested
+    /// (sql/schema/jobs.sql). The rescue joins the rows it took to `courier.jobs`; with nested
     /// loops, merge joins, sequential and bitmap scans off, those joins stay primary key
     /// probes and hash joins whatever the statistics say (the soak saw 507 ms rescues
     /// on statistics that said the table was empty). It stays a Swift statement, not a

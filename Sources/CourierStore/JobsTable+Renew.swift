@@ -50,8 +50,8 @@ extension JobsTable {
                                    on connection: PostgresConnection) throws -> LeaseRenewal {
         guard !leases.isEmpty else { return LeaseRenewal(renewed: [], cancelled: []) }
         let ordered = leases.sorted { $0.id < $1.id }
-        // `courier.renew_leases` (0034, by token since 0039): primary key probes and a hash
-        // join, one plan whatever the statistics of `courier.jobs` say.
+        // `courier.renew_leases` (sql/schema/jobs.sql; by token since 0039): primary key
+        // probes and a hash join, one plan whatever the statistics of `courier.jobs` say.
         let rows = try connection.query("""
             select job_id, job_lease, cancel_requested
             from courier.renew_leases(\(ordered.map(\.id))::bigint[], \(ordered.map(\.lease))::bigint[], \(worker)::uuid,

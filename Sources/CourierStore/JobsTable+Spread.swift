@@ -1,8 +1,9 @@
 import Foundation
 import Postgres
 
-/// The spread claim (migrations 0024, 0039): a few runnable jobs per destination, so one
-/// destination's backlog cannot hold back the others' jobs. See ``claimSpread``.
+/// The spread claim (`courier.claim_spread`, sql/schema/jobs.sql): a few runnable jobs
+/// per destination, so one destination's backlog cannot hold back the others' jobs. See
+/// ``claimSpread``.
 extension JobsTable {
     /// What one spread claim took, and where it stopped looking.
     public struct SpreadRound: Sendable, Equatable {
@@ -25,7 +26,7 @@ extension JobsTable {
     /// with a traffic policy are skipped; a destination with no due job of `queue` is passed
     /// over after one look; rows other workers hold are skipped. The result says which
     /// destination was visited last, taken from or not, so the next call goes on after it
-    /// (`courier.claim_spread_round`, migration 0039).
+    /// (`courier.claim_spread_round`, sql/schema/jobs.sql).
     public static func claimSpread(queue: String, limit: Int, perDestination: Int, after: String?, excluding: [String],
                                    visit: Int, worker: UUID, leaseMilliseconds: Int,
                                    on connection: PostgresConnection) throws -> SpreadRound {

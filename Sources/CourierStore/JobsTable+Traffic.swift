@@ -2,7 +2,8 @@ import Foundation
 import Postgres
 
 /// Claiming the jobs of destinations with a traffic policy, and the keeper's pass that
-/// moves jobs between the runnable, gated and held states (migration 0014).
+/// moves jobs between the runnable, gated and held states (`courier.claim_gated` in
+/// sql/schema/jobs.sql, `courier.traffic_maintain` in sql/schema/destinations.sql).
 extension JobsTable {
     /// Leases up to `limit` gated jobs of `queue` to `worker` through `courier.claim_gated`:
     /// destination by destination, least recently served first, each within its concurrency

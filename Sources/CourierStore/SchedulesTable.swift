@@ -2,7 +2,7 @@ import CourierCore
 import Foundation
 import Postgres
 
-/// The statements about `courier.schedules` and `courier.schedule_runs` (migration 0009).
+/// The statements about `courier.schedules` and `courier.schedule_runs` (sql/schema/schedules.sql).
 public enum SchedulesTable {
     /// A schedule row.
     public struct Schedule: Sendable, Equatable {

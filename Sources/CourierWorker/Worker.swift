@@ -7,12 +7,13 @@ import Foundation
 /// the lease; renews leases, rescues expired ones, and shuts down gracefully.
 ///
 /// It is composed of small services, started in order and stopped in reverse order:
-/// Heartbeater, Completer, Listener and Claimer each on a thread and connection of
-/// its own; the light ones (BreakerReporter, StatsFlusher, Prober, SettingsRefresher,
-/// Rescuer, Pruner, Scheduler) in turn on one housekeeping thread and connection
-/// (`ServiceBundle`): five connections in all. Jobs run as child tasks of one task
-/// group (`JobRunner`). Which jobs the worker holds, and how far a shutdown has come,
-/// is one value, `WorkerStateMachine`, changed only under `stateLock`.
+/// Heartbeater, Completer, Listener, TrafficKeeper and Claimer each on a thread and
+/// connection of its own; the light ones (BreakerReporter, StatsFlusher, Prober,
+/// SettingsRefresher, Rescuer, Pruner, Scheduler) in turn on one housekeeping thread and
+/// connection (`ServiceBundle`): six connections in all (deploy/README.md, "Connection
+/// budget"). Jobs run as child tasks of one task group (`JobRunner`). Which jobs the
+/// worker holds, and how far a shutdown has come, is one value, `WorkerStateMachine`,
+/// changed only under `stateLock`.
 public final class Worker: @unchecked Sendable {
     public let id: UUID
     public let configuration: WorkerConfiguration

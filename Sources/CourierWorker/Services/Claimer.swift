@@ -43,7 +43,7 @@ final class Claimer: WorkerService, @unchecked Sendable {
         var trigger: ClaimTrigger
         /// After a NOTIFY wake, one more claim this much later: it picks up the jobs of
         /// transactions that committed just after the one that notified, which skip the
-        /// NOTIFY while another holds it (migration 0023). Default 25 ms.
+        /// NOTIFY while another holds it (`courier.enqueue`, sql/schema/jobs.sql). Default 25 ms.
         var wakeFollowUp: Duration = .milliseconds(25)
 
         init(_ c: WorkerConfiguration, worker: UUID) {
