@@ -6,10 +6,10 @@ import Postgres
 import Testing
 
 /// The connection budget deploy/README.md promises: a worker holds six database
-/// connections (claimer, completer, heartbeater, listener, and one shared by the
-/// housekeeping services), whatever its concurrency.
+/// connections (claimer, completer, heartbeater, listener, traffic keeper, and one shared
+/// by the housekeeping services), whatever its concurrency.
 @Suite struct WorkerConnectionBudgetTests {
-    @Test func aWorkerHoldsFiveDatabaseConnections() async throws {
+    @Test func aWorkerHoldsSixDatabaseConnections() async throws {
         try await WorkerHarness.with { h in
             let application = "budget-\(UUID().uuidString.prefix(8).lowercased())"
             try h.start { configuration in
