@@ -34,7 +34,7 @@ final class Heartbeater: WorkerService, @unchecked Sendable {
         init(_ c: WorkerConfiguration, registration: WorkersTable.Registration) {
             self.registration = registration
             leaseMilliseconds = Int(c.lease.milliseconds)
-            probeLeaseMilliseconds = Int64(c.breakerPolicy.probeLease.milliseconds)
+            probeLeaseMilliseconds = Int64(c.probeLease.milliseconds)
             interval = c.heartbeatInterval
         }
     }
