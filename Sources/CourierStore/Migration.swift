@@ -51,6 +51,8 @@ extension Migration {
                   bytes: PackageResources._037_claim_looks_for_priorities_from_one_end_sql),
         Migration(version: 38, name: "0038_keeper_and_prober_read_only_what_holds_back.sql",
                   bytes: PackageResources._038_keeper_and_prober_read_only_what_holds_back_sql),
+        Migration(version: 40, name: "0040_token_refill_and_slow_start_without_cap.sql",
+                  bytes: PackageResources._040_token_refill_and_slow_start_without_cap_sql),
     ]
 
     init(version: Int, name: String, bytes: [UInt8]) {

@@ -98,6 +98,58 @@ import Testing
         }
     }
 
+    @Test func givingTheSameRateAndBurstAgainHandsOutNoToken() throws {
+        try CourierTestDatabase.with { (_, db) throws in
+            try enqueue(db, 30, url: "http://refill.test/x")
+            // One token every 10 s: nothing refills while the test runs.
+            let policy = DestinationsTable.Policy(destination: "http://refill.test", ratePerSecond: 0.1, burst: 1)
+            _ = try DestinationsTable.merge(policy, on: db)
+            try keep(db)
+            let worker = UUID()
+            #expect(try JobsTable.claimGated(queue: "default", limit: 10, worker: worker, leaseMilliseconds: lease, on: db).count == 1)
+            // `jobctl destination set --rate ... --burst ...` again, unchanged: no refill.
+            for _ in 0..<3 {
+                _ = try DestinationsTable.merge(policy, on: db)
+                #expect(try JobsTable.claimGated(queue: "default", limit: 10, worker: worker, leaseMilliseconds: lease, on: db).isEmpty,
+                        "an unchanged rate and burst hand out no token")
+            }
+            // Other fields change nothing either.
+            _ = try DestinationsTable.merge(.init(destination: "http://refill.test", signingSecret: "S", retryBudgetPercent: 50), on: db)
+            #expect(try JobsTable.claimGated(queue: "default", limit: 10, worker: worker, leaseMilliseconds: lease, on: db).isEmpty)
+            // A bigger bucket keeps the level it had (empty), not a full bucket of the new size.
+            _ = try DestinationsTable.merge(.init(destination: "http://refill.test", burst: 5), on: db)
+            #expect(try JobsTable.claimGated(queue: "default", limit: 10, worker: worker, leaseMilliseconds: lease, on: db).isEmpty,
+                    "a real change never hands out more tokens than the bucket held")
+            // So does a faster rate (it refills faster from now on, not at once).
+            _ = try DestinationsTable.merge(.init(destination: "http://refill.test", ratePerSecond: 0.2), on: db)
+            #expect(try JobsTable.claimGated(queue: "default", limit: 10, worker: worker, leaseMilliseconds: lease, on: db).isEmpty)
+            #expect(try count(db, "select count(*)::bigint from courier.jobs where state = 'running'") == 1)
+        }
+    }
+
+    @Test func aSmallerBucketKeepsAtMostItsSizeAndANewRateStartsFull() throws {
+        try CourierTestDatabase.with { (_, db) throws in
+            try enqueue(db, 30, url: "http://shrink.test/x")
+            // A new rate starts with a full bucket (there was no bucket to keep).
+            _ = try DestinationsTable.merge(.init(destination: "http://shrink.test", ratePerSecond: 0.1, burst: 10), on: db)
+            try keep(db)
+            // Full (10 tokens); shrunk to 3: at most 3 of them remain.
+            _ = try DestinationsTable.merge(.init(destination: "http://shrink.test", burst: 3), on: db)
+            let worker = UUID()
+            #expect(try JobsTable.claimGated(queue: "default", limit: 20, worker: worker, leaseMilliseconds: lease, on: db).count == 3)
+            #expect(try JobsTable.claimGated(queue: "default", limit: 20, worker: worker, leaseMilliseconds: lease, on: db).isEmpty)
+            // Empty, shrunk again: still empty (it used to refill to the new size).
+            _ = try DestinationsTable.merge(.init(destination: "http://shrink.test", burst: 2), on: db)
+            #expect(try JobsTable.claimGated(queue: "default", limit: 20, worker: worker, leaseMilliseconds: lease, on: db).isEmpty)
+            // Clearing the rate drops the bucket; a rate given again starts from a full one.
+            _ = try DestinationsTable.merge(.init(destination: "http://shrink.test"), clear: [.rate, .burst], on: db)
+            #expect(try db.query("select tokens from courier.destinations").rows[0].decode(0, as: Double?.self) == nil)
+            _ = try DestinationsTable.merge(.init(destination: "http://shrink.test", ratePerSecond: 0.1, burst: 2), on: db)
+            try keep(db)
+            #expect(try JobsTable.claimGated(queue: "default", limit: 20, worker: worker, leaseMilliseconds: lease, on: db).count == 2)
+        }
+    }
+
     @Test func theTokenBucketAllowsBurstThenRate() throws {
         try CourierTestDatabase.with { (_, db) throws in
             try enqueue(db, 100, url: "http://rated.test/x")
