@@ -1,4 +1,4 @@
--- Courier 0040: traffic-control defects of issue 40 (section 6, "Smaller items").
+-- Courier 0040: two traffic-control defects of issue 40 (section 6, "Smaller items").
 --
 -- Token bucket refill. courier.destination_set (0014) emptied courier.destinations.tokens
 -- (NULL: a full bucket) whenever a rate or a burst was *given*, even the same one: calling
@@ -7,6 +7,81 @@
 -- really changes, and then holds the level it had, capped at the new size: a change never
 -- hands out tokens the bucket did not hold. (A destination that had no rate starts with a
 -- full bucket of its new size, as before.)
+--
+-- Slow start without a cap. courier.traffic_cap returned NULL (no limit) for a destination
+-- without max_in_flight, so `--slow-start` ramped only capped destinations: one with a
+-- slow start and no cap got its whole backlog at once when its breaker closed (measured:
+-- 181 requests in the first second with 96 slots free). Now such a destination ramps too,
+-- from 1 request in flight up to the fleet's slots (the concurrency of the live workers
+-- that are not stopping, courier.fleet_slots) over its slow start, and is unlimited after:
+--   * a positive slow_start_ms makes a destination gated (its jobs go through
+--     courier.claim_gated, which enforces the ramp); slow_start_ms NULL or 0 does not. A
+--     capped destination's NULL slow start still means the 5 s default; without a cap only
+--     an explicit slow start ramps;
+--   * courier.breaker_release_jobs starts the ramp of such a destination (and of a capped
+--     one, as before); a resume (courier.destination_pause) already started every ramp;
+--   * courier.traffic_cap(max, slow, ramp, at, fleet) is the pure rule; the four-argument
+--     form courier.claim_gated calls reads the fleet's slots only while an uncapped
+--     destination is ramping, so nothing else pays for it. During that ramp claim_gated
+--     counts the destination's running jobs under its row lock, as for a cap.
+--
+-- destinations.gated is a generated column, and PostgreSQL 15 cannot change a generated
+-- column's expression: it is dropped and added again (the table holds one row per
+-- destination with a policy), with its index.
+
+alter table courier.destinations drop column gated;
+alter table courier.destinations add column gated boolean generated always as
+    (max_in_flight is not null or rate is not null or retry_budget_pct is not null or paused
+     or coalesce(slow_start_ms, 0) > 0) stored;
+create index destinations_gated_idx on courier.destinations (last_claim_at nulls first) where gated;
+
+-- The fleet's slots: the concurrency of the workers with a recent heartbeat (within three
+-- intervals, as jobctl workers counts them) that are not shutting down; at least 1.
+create function courier.fleet_slots() returns int
+language sql stable parallel safe set search_path = pg_catalog, pg_temp as $$
+    select greatest(1, coalesce(sum(w.concurrency), 0))::int
+    from courier.workers w
+    where w.stopping_at is null
+      and w.heartbeat_at > now() - 3 * w.heartbeat_interval_ms * interval '1 millisecond'
+$$;
+
+-- A destination's concurrency limit at p_at, or NULL for none. With a cap (p_max): the cap,
+-- ramped from 1 over the slow start (default 5 s) after ramp_started_at (a breaker closed,
+-- a pause ended), as in 0014. Without one: NULL, except during a slow start that was set
+-- (p_slow_ms > 0), which ramps from 1 up to p_fleet (the fleet's slots, at least 1). Pure.
+create function courier.traffic_cap(p_max int, p_slow_ms bigint, p_ramp timestamptz, p_at timestamptz, p_fleet int)
+returns int
+language sql immutable parallel safe as $$
+    select case
+        when p_ramp is null or r.slow <= 0 or r.elapsed_ms >= r.slow then p_max
+        else greatest(1, least(r.top, 1 + floor((r.top - 1) * greatest(0, r.elapsed_ms) / r.slow)::int))
+    end
+    from (select coalesce(p_max, greatest(1, coalesce(p_fleet, 1))) as top,
+                 case when p_max is null then coalesce(p_slow_ms, 0) else coalesce(p_slow_ms, 5000) end as slow,
+                 extract(epoch from p_at - p_ramp) * 1000 as elapsed_ms) r
+$$;
+
+-- The form courier.claim_gated calls (0014, 0033): the rule above, with the fleet's slots
+-- read only while a destination without a cap is ramping.
+create or replace function courier.traffic_cap(p_max int, p_slow_ms bigint, p_ramp timestamptz, p_at timestamptz)
+returns int
+language sql stable parallel safe as $$
+    select courier.traffic_cap(p_max, p_slow_ms, p_ramp, p_at,
+        case when p_max is null and p_ramp is not null and coalesce(p_slow_ms, 0) > 0
+                  and extract(epoch from p_at - p_ramp) * 1000 < p_slow_ms
+             then courier.fleet_slots() end)
+$$;
+
+-- As in 0014, and a destination with a slow start but no cap starts its ramp too.
+create or replace function courier.breaker_release_jobs(p_destination text) returns bigint
+language plpgsql volatile security definer set search_path = pg_catalog, pg_temp as $$
+begin
+    update courier.destinations set ramp_started_at = now()
+    where destination = p_destination and (max_in_flight is not null or coalesce(slow_start_ms, 0) > 0);
+    perform pg_notify('courier_traffic', p_destination);
+    return 0;
+end
+$$;
 
 -- The stored bucket level (courier.destinations.tokens, NULL for full) after a policy change
 -- at p_at from (p_old_rate, p_old_burst) to (p_new_rate, p_new_burst). Pure:
@@ -110,8 +185,8 @@ begin
 end
 $$;
 
-revoke execute on function
+revoke execute on function courier.fleet_slots(), courier.traffic_cap(int, bigint, timestamptz, timestamptz, int),
     courier.traffic_tokens_after_change(float8, int, float8, timestamptz, float8, int, timestamptz) from public;
-grant execute on function
+grant execute on function courier.fleet_slots(), courier.traffic_cap(int, bigint, timestamptz, timestamptz, int),
     courier.traffic_tokens_after_change(float8, int, float8, timestamptz, float8, int, timestamptz)
     to courier_worker, courier_admin;
