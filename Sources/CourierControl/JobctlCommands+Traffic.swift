@@ -41,8 +41,11 @@ extension JobctlCommands {
                     never above it). --rate limits how many start per second (a token \
                     bucket of --burst tokens, default a tenth of the rate and at least \
                     1): in any second at most rate + burst start. --slow-start ramps \
-                    the cap from 1 after the breaker closes or a pause ends (default \
-                    5s; 0s turns it off). --retry-budget lets retries be at most that \
+                    the requests in flight from 1 after the breaker closes or a pause \
+                    ends, over that long: up to --max-in-flight (with a cap the \
+                    default is 5s; 0s turns it off) or, without a cap and only when \
+                    given, up to the fleet's slots (the live workers' --concurrency \
+                    added up), with no limit after. --retry-budget lets retries be at most that \
                     share of the last minute's requests (at least 3 a minute); the rest \
                     wait. Jobs waiting for a slot, a token or the budget use no attempt \
                     and no worker slot, and never delay other destinations' jobs. A \
@@ -58,7 +61,8 @@ extension JobctlCommands {
                     .option("max-in-flight", value: "N", help: "The most requests in flight at once, 1 to 100000."),
                     .option("rate", value: "N/s", help: "The most requests started per second (20/s, 300/m, 1000/h)."),
                     .option("burst", value: "N", help: "The token bucket's size, 1 to 1000000."),
-                    .option("slow-start", value: "DURATION", help: "How long the cap ramps from 1 after an outage or pause (at most 24h)."),
+                    .option("slow-start", value: "DURATION",
+                            help: "How long requests in flight ramp from 1 after an outage or pause, up to the cap or, without one, the fleet's slots (at most 24h)."),
                     .option("retry-budget", value: "PERCENT", help: "Retries at most this share of recent requests, 0 to 100 (20 or 20%)."),
                     .option("signing-secret", value: "NAME",
                             help: "The default signing secret NAME of the destination's jobs."),

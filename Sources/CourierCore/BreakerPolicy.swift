@@ -3,7 +3,8 @@
 /// Defaults: trip on 5 consecutive failures, or on a failure rate of at least
 /// 50% over a 60 s window once 20 outcomes were seen there; stay open 30 s,
 /// doubling after each failed probe up to 10 min, every open period (the first
-/// too) varied by up to ±20%; a probe holds its lease for 30 s.
+/// too) varied by up to ±20%; a probe holds its lease for 30 s, or for the job lease when
+/// that is longer (``probeLease(forJobLease:)``).
 public struct BreakerPolicy: Sendable, Equatable {
     /// Consecutive failures that trip the breaker (`--breaker-failures`, default 5).
     public var failureThreshold: Int
@@ -17,7 +18,8 @@ public struct BreakerPolicy: Sendable, Equatable {
     public var cooldown: Duration
     /// The longest open period (`--breaker-cooldown-max`, default 10m).
     public var cooldownMax: Duration
-    /// How long a half-open probe may run before another worker may probe (default 30s).
+    /// The shortest probe lease: how long a half-open probe may run unrenewed before another
+    /// worker may probe (default 30s). Workers use ``probeLease(forJobLease:)``.
     public var probeLease: Duration
     /// Every open period is scaled by a random factor in `1 ± cooldownJitter` (0...1,
     /// default 0.2), so breakers that opened together do not probe in lockstep. It never
@@ -71,6 +73,19 @@ public struct BreakerPolicy: Sendable, Equatable {
         guard cooldownJitter >= 0, cooldownJitter <= 1 else {
             throw ValidationError(field: "--breaker-cooldown-jitter", message: "must be between 0 and 1")
         }
+    }
+
+    /// The probe lease a worker whose job leases last `jobLease` takes and renews: the longer
+    /// of ``probeLease`` and `jobLease`.
+    ///
+    /// Why: the probe's request is a job, renewed by the same heartbeat as its probe lease, and
+    /// a worker that cannot renew (a stalled database link) keeps running it until its lease
+    /// fence aborts it, shortly before the *job* lease could expire. A probe lease shorter
+    /// than the job lease would expire first, another worker would win a second probe, and two
+    /// probes would run at once (DESIGN.md invariant 4). At least the job lease, the probe
+    /// lease outlives every moment the worker may still be sending its probe.
+    public func probeLease(forJobLease jobLease: Duration) -> Duration {
+        max(probeLease, jobLease)
     }
 
     /// Why these counts trip the breaker, or nil if they do not.

@@ -18,7 +18,9 @@ public enum DestinationsTable {
         public var ratePerSecond: Double?
         /// The token bucket's size: how many requests may start at once after a quiet spell.
         public var burst: Int?
-        /// How long the cap ramps from 1 after a breaker closes or a pause ends (nil: 5 s).
+        /// How long the destination ramps from 1 request in flight after a breaker closes or a
+        /// pause ends: up to its cap (nil: 5 s with a cap), or, without a cap, up to the fleet's
+        /// slots (nil or 0: no ramp).
         public var slowStartMilliseconds: Int64?
         /// Retries at most this share (0–100) of the last minute's requests.
         public var retryBudgetPercent: Double?
@@ -41,8 +43,11 @@ public enum DestinationsTable {
             self.updatedAt = updatedAt
         }
 
-        /// Whether the destination's jobs go through the gated claim (any traffic policy).
-        public var isGated: Bool { maxInFlight != nil || ratePerSecond != nil || retryBudgetPercent != nil || paused }
+        /// Whether the destination's jobs go through the gated claim (any traffic policy; a slow
+        /// start of 0 is none). As `courier.destinations.gated` computes it (sql/0040).
+        public var isGated: Bool {
+            maxInFlight != nil || ratePerSecond != nil || retryBudgetPercent != nil || paused || (slowStartMilliseconds ?? 0) > 0
+        }
 
         enum CodingKeys: String, CodingKey {
             case destination, signingSecret = "signing_secret", maxInFlight = "max_in_flight", ratePerSecond = "rate_per_second",

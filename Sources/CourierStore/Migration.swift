@@ -53,6 +53,8 @@ extension Migration {
                   bytes: PackageResources._038_keeper_and_prober_read_only_what_holds_back_sql),
         Migration(version: 39, name: "0039_fence_tokens_and_gated_doors.sql",
                   bytes: PackageResources._039_fence_tokens_and_gated_doors_sql),
+        Migration(version: 40, name: "0040_token_refill_and_slow_start_without_cap.sql",
+                  bytes: PackageResources._040_token_refill_and_slow_start_without_cap_sql),
     ]
 
     init(version: Int, name: String, bytes: [UInt8]) {

@@ -111,6 +111,10 @@ extension PrometheusText {
                     histogramSamples("courier_ack_latency_seconds", buckets: m.ackLatency.cumulative,
                                      sum: m.ackLatency.sum, count: m.ackLatency.count))
         page.single("courier_acked_jobs_total", .counter, help: "Results written to the database.", Double(m.ackedJobs))
+        page.family("courier_lease_renewal_seconds", .histogram,
+                    help: "How long each answered lease renewal took, from sending to the answer (a renewal gives up after the heartbeat interval). Size --lease from its tail: a worker that cannot renew for --lease less its fence margin aborts its requests.",
+                    histogramSamples("courier_lease_renewal_seconds", buckets: m.leaseRenewals.cumulative,
+                                     sum: m.leaseRenewals.sum, count: m.leaseRenewals.count))
         page.family("courier_lease_rescues_total", .counter,
                     help: "Jobs whose lease expired and that this worker rescued: requeued or dead_lettered.", [
                         Sample("courier_lease_rescues_total", [("result", "requeued")], Double(m.rescuedRequeued)),

@@ -317,7 +317,7 @@ public final class Worker: @unchecked Sendable {
         var gate = StopGate()
         heartbeater = Heartbeater(configuration: .init(configuration, registration: registration),
                                   session: session(gate, responseTimeout: renewalTimeout, statementTimeout: renewalTimeout),
-                                  holder: self, clock: clock.instant)
+                                  holder: self, metrics: metrics, clock: clock.instant)
         _ = thread(for: heartbeater, gate: gate)
 
         gate = StopGate()

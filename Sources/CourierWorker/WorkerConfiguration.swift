@@ -93,6 +93,13 @@ public struct WorkerConfiguration: Sendable {
         max(.milliseconds(200), min(lease / 3, .seconds(10)))
     }
 
+    /// The half-open probe lease this worker takes and renews: at least the job lease
+    /// (`--lease`), so a probe never outlives its probe lease while this worker may still be
+    /// sending it (``BreakerPolicy/probeLease(forJobLease:)``). Default 30 s.
+    public var probeLease: Duration {
+        breakerPolicy.probeLease(forJobLease: lease)
+    }
+
     /// Checks values that flags cannot check alone; errors name the flag.
     public func validate() throws(ValidationError) {
         if queues.isEmpty { throw ValidationError(field: "--queues", message: "needs at least one queue") }

@@ -59,6 +59,7 @@ public final class WorkerMetrics: @unchecked Sendable {
     private var attemptsByQueue: [String: [String: Int]] = [:]
     private var outcomesByQueue: [String: [String: Int]] = [:]
     private var requestDurations: [String: Histogram] = [:]
+    private var leaseRenewals = Histogram(bounds: WorkerMetrics.leaseRenewalBounds)
 
     /// Seconds one request took, from send to the end of the response (or the failure).
     public static let requestDurationBounds: [Double] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60]
@@ -71,6 +72,10 @@ public final class WorkerMetrics: @unchecked Sendable {
     /// Seconds from a schedule's slot to the enqueue of its run.
     public static let scheduleLagBounds: [Double] = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 60]
     public static let ackLatencyBounds: [Double] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10]
+    /// Seconds one answered lease renewal round took (the heartbeater's round trip). A
+    /// renewal gives up after the heartbeat interval (at least 1 s, at most 10 s), so
+    /// answered rounds stay below that.
+    public static let leaseRenewalBounds: [Double] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]
 
     public init() {}
 
@@ -110,6 +115,8 @@ public final class WorkerMetrics: @unchecked Sendable {
         public var outcomesByQueue: [String: [String: Int]] = [:]
         /// Request durations by queue.
         public var requestDurations: [String: Histogram] = [:]
+        /// How long each answered lease renewal round took (failed rounds are not counted).
+        public var leaseRenewals = Histogram(bounds: WorkerMetrics.leaseRenewalBounds)
         public var retryDelayBuckets: [(le: Double, count: Int)] { retryDelays.cumulative }
         public var retryDelayCount: Int { retryDelays.count }
         public var retryDelaySum: Double { retryDelays.sum }
@@ -131,7 +138,7 @@ public final class WorkerMetrics: @unchecked Sendable {
                 refusedByConfiguration: refusedByConfiguration, fenceAborts: fenceAborts, withheld: withheld,
                 droppedAcknowledgements: droppedAcknowledgements, retryDelays: retryDelays,
                 scheduleLags: scheduleLags, scheduleMissed: scheduleMissed, attemptsByQueue: attemptsByQueue,
-                outcomesByQueue: outcomesByQueue, requestDurations: requestDurations)
+                outcomesByQueue: outcomesByQueue, requestDurations: requestDurations, leaseRenewals: leaseRenewals)
         }
     }
 
@@ -193,6 +200,13 @@ public final class WorkerMetrics: @unchecked Sendable {
             ackFlushes.observe(seconds)
             ackedJobs += count
         }
+    }
+
+    /// One lease renewal round (registration, probe leases and job leases, on the
+    /// heartbeater's connection) was answered `duration` after it was sent.
+    func recordLeaseRenewal(_ duration: Duration) {
+        let seconds = duration.timeInterval
+        lock.withLock { leaseRenewals.observe(seconds) }
     }
 
     func recordRescue(requeued: Int, deadLettered: Int) {

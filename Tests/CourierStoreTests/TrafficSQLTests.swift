@@ -98,6 +98,135 @@ import Testing
         }
     }
 
+    @Test func givingTheSameRateAndBurstAgainHandsOutNoToken() throws {
+        try CourierTestDatabase.with { (_, db) throws in
+            try enqueue(db, 30, url: "http://refill.test/x")
+            // One token every 10 s: nothing refills while the test runs.
+            let policy = DestinationsTable.Policy(destination: "http://refill.test", ratePerSecond: 0.1, burst: 1)
+            _ = try DestinationsTable.merge(policy, on: db)
+            try keep(db)
+            let worker = UUID()
+            #expect(try JobsTable.claimGated(queue: "default", limit: 10, worker: worker, leaseMilliseconds: lease, on: db).count == 1)
+            // `jobctl destination set --rate ... --burst ...` again, unchanged: no refill.
+            for _ in 0..<3 {
+                _ = try DestinationsTable.merge(policy, on: db)
+                #expect(try JobsTable.claimGated(queue: "default", limit: 10, worker: worker, leaseMilliseconds: lease, on: db).isEmpty,
+                        "an unchanged rate and burst hand out no token")
+            }
+            // Other fields change nothing either.
+            _ = try DestinationsTable.merge(.init(destination: "http://refill.test", signingSecret: "S", retryBudgetPercent: 50), on: db)
+            #expect(try JobsTable.claimGated(queue: "default", limit: 10, worker: worker, leaseMilliseconds: lease, on: db).isEmpty)
+            // A bigger bucket keeps the level it had (empty), not a full bucket of the new size.
+            _ = try DestinationsTable.merge(.init(destination: "http://refill.test", burst: 5), on: db)
+            #expect(try JobsTable.claimGated(queue: "default", limit: 10, worker: worker, leaseMilliseconds: lease, on: db).isEmpty,
+                    "a real change never hands out more tokens than the bucket held")
+            // So does a faster rate (it refills faster from now on, not at once).
+            _ = try DestinationsTable.merge(.init(destination: "http://refill.test", ratePerSecond: 0.2), on: db)
+            #expect(try JobsTable.claimGated(queue: "default", limit: 10, worker: worker, leaseMilliseconds: lease, on: db).isEmpty)
+            #expect(try count(db, "select count(*)::bigint from courier.jobs where state = 'running'") == 1)
+        }
+    }
+
+    @Test func aSmallerBucketKeepsAtMostItsSizeAndANewRateStartsFull() throws {
+        try CourierTestDatabase.with { (_, db) throws in
+            try enqueue(db, 30, url: "http://shrink.test/x")
+            // A new rate starts with a full bucket (there was no bucket to keep).
+            _ = try DestinationsTable.merge(.init(destination: "http://shrink.test", ratePerSecond: 0.1, burst: 10), on: db)
+            try keep(db)
+            // Full (10 tokens); shrunk to 3: at most 3 of them remain.
+            _ = try DestinationsTable.merge(.init(destination: "http://shrink.test", burst: 3), on: db)
+            let worker = UUID()
+            #expect(try JobsTable.claimGated(queue: "default", limit: 20, worker: worker, leaseMilliseconds: lease, on: db).count == 3)
+            #expect(try JobsTable.claimGated(queue: "default", limit: 20, worker: worker, leaseMilliseconds: lease, on: db).isEmpty)
+            // Empty, shrunk again: still empty (it used to refill to the new size).
+            _ = try DestinationsTable.merge(.init(destination: "http://shrink.test", burst: 2), on: db)
+            #expect(try JobsTable.claimGated(queue: "default", limit: 20, worker: worker, leaseMilliseconds: lease, on: db).isEmpty)
+            // Clearing the rate drops the bucket; a rate given again starts from a full one.
+            _ = try DestinationsTable.merge(.init(destination: "http://shrink.test"), clear: [.rate, .burst], on: db)
+            #expect(try db.query("select tokens from courier.destinations").rows[0].decode(0, as: Double?.self) == nil)
+            _ = try DestinationsTable.merge(.init(destination: "http://shrink.test", ratePerSecond: 0.1, burst: 2), on: db)
+            try keep(db)
+            #expect(try JobsTable.claimGated(queue: "default", limit: 20, worker: worker, leaseMilliseconds: lease, on: db).count == 2)
+        }
+    }
+
+    /// Registers live workers whose concurrencies add up to the fleet's slots.
+    func registerWorkers(_ db: PostgresConnection, concurrency: [Int]) throws {
+        for c in concurrency {
+            try WorkersTable.register(.init(id: UUID(), host: "test", pid: 1, queues: ["default"], concurrency: c,
+                                            version: "test", heartbeatIntervalMilliseconds: 10_000), on: db)
+        }
+    }
+
+    @Test func aSlowStartWithoutACapRampsFromOneToTheFleetsSlots() throws {
+        try CourierTestDatabase.with { (_, db) throws in
+            try registerWorkers(db, concurrency: [16, 16, 16])
+            // A stopping worker's slots are not the fleet's.
+            let stopping = UUID()
+            try WorkersTable.register(.init(id: stopping, host: "test", pid: 2, queues: ["default"], concurrency: 50,
+                                            version: "test", heartbeatIntervalMilliseconds: 10_000), on: db)
+            _ = try WorkersTable.heartbeat(id: stopping, stopping: true, on: db)
+            #expect(try count(db, "select courier.fleet_slots()::bigint") == 48)
+
+            try enqueue(db, 200, url: "http://ramp.test/x")
+            try enqueue(db, 5, url: "http://plain.test/x")
+            let policy = try DestinationsTable.merge(.init(destination: "http://ramp.test", slowStartMilliseconds: 60_000), on: db)
+            #expect(policy.isGated)
+            #expect(try count(db, "select count(*)::bigint from courier.destinations where gated") == 1,
+                    "a slow start alone gates the destination: its jobs go through the claim that enforces the ramp")
+            try keep(db)
+            #expect(try count(db, "select count(*)::bigint from courier.jobs where gated") == 200)
+            // The plain claim takes the other destination's jobs and none of the ramped one's.
+            let plain = try JobsTable.claim(queue: "default", limit: 100, worker: UUID(), leaseMilliseconds: lease, on: db)
+            #expect(plain.count == 5)
+            #expect(plain.allSatisfy { $0.destination == "http://plain.test:80" })
+
+            // The breaker closes: 1 in flight at first.
+            try db.query("select courier.breaker_release_jobs('http://ramp.test:80')")
+            let worker = UUID()
+            #expect(try JobsTable.claimGated(queue: "default", limit: 100, worker: worker, leaseMilliseconds: lease, on: db).count == 1)
+            #expect(try JobsTable.claimGated(queue: "default", limit: 100, worker: worker, leaseMilliseconds: lease, on: db).isEmpty)
+            #expect(try count(db, "select slot_waits from courier.destinations where destination = 'http://ramp.test:80'") >= 1)
+            // Half way: 1 + floor((48 - 1) x 0.5) = 24 in flight.
+            try db.query("update courier.destinations set ramp_started_at = now() - interval '30 seconds'")
+            #expect(try JobsTable.claimGated(queue: "default", limit: 100, worker: worker, leaseMilliseconds: lease, on: db).count == 23)
+            // After the slow start: no limit.
+            try db.query("update courier.destinations set ramp_started_at = now() - interval '61 seconds'")
+            #expect(try JobsTable.claimGated(queue: "default", limit: 100, worker: worker, leaseMilliseconds: lease, on: db).count == 100)
+        }
+    }
+
+    @Test func theRampRuleWithAndWithoutACap() throws {
+        try CourierTestDatabase.with { (_, db) throws in
+            /// courier.traffic_cap at now() for a ramp started `ago` milliseconds before (nil: none).
+            func cap(_ max: Int?, _ slow: Int64?, _ ago: Int?, fleet: Int) throws -> Int? {
+                try db.query(PostgresQuery(unsafeSQL: """
+                    select courier.traffic_cap($1::int, $2::bigint, now() - $3::int * interval '1 millisecond', now(), $4::int)
+                    """, binds: [max, slow, ago, fleet])).rows[0].decode(0, as: Int?.self)
+            }
+            // Without a cap: a set slow start ramps from 1 up to the fleet's slots, then no limit.
+            #expect(try cap(nil, 6000, 0, fleet: 97) == 1)
+            #expect(try cap(nil, 6000, 3000, fleet: 97) == 49)
+            #expect(try cap(nil, 6000, 6000, fleet: 97) == nil)
+            #expect(try cap(nil, 6000, nil, fleet: 97) == nil)
+            #expect(try cap(nil, 6000, 3000, fleet: 0) == 1, "an empty fleet still lets one through")
+            // Without a cap and without a slow start (NULL or 0): never limited.
+            #expect(try cap(nil, nil, 0, fleet: 97) == nil)
+            #expect(try cap(nil, 0, 0, fleet: 97) == nil)
+            // With a cap, as before: the default slow start is 5 s, and the fleet plays no part.
+            #expect(try cap(10, nil, 2500, fleet: 97) == 5)
+            #expect(try cap(10, 0, 0, fleet: 97) == 10)
+            #expect(try cap(10, nil, nil, fleet: 97) == 10)
+            // A slow start of 0 alone is no policy: not gated.
+            _ = try DestinationsTable.merge(.init(destination: "http://none.test", slowStartMilliseconds: 0), on: db)
+            #expect(try count(db, "select count(*)::bigint from courier.destinations where gated") == 0)
+            _ = try DestinationsTable.merge(.init(destination: "http://none.test", slowStartMilliseconds: 1000), on: db)
+            #expect(try count(db, "select count(*)::bigint from courier.destinations where gated") == 1)
+            _ = try DestinationsTable.merge(.init(destination: "http://none.test"), clear: [.slowStart], on: db)
+            #expect(try count(db, "select count(*)::bigint from courier.destinations where gated") == 0)
+        }
+    }
+
     @Test func theTokenBucketAllowsBurstThenRate() throws {
         try CourierTestDatabase.with { (_, db) throws in
             try enqueue(db, 100, url: "http://rated.test/x")

@@ -51,4 +51,24 @@ import Testing
         #expect(bounds.start(queue: "q", now: end + .seconds(3)) == p1)
         #expect(bounds.start(queue: "q", now: end + .seconds(4)) == nil)
     }
+
+    @Test func aVerySlowClaimFromTheStartIsSpacedNoFurtherThanTheCap() {
+        // A 1 s full claim (a long transaction holds vacuum back): 20x would be 20 s; the cap is 5 s.
+        var bounds = ClaimBounds(fullClaimInterval: .seconds(1), costFactor: 20)
+        let end = t0 + .seconds(1)
+        _ = bounds.record(queue: "q", from: nil, asked: 100, taken: 100, last: p1, startedAt: t0, endedAt: end)
+        #expect(bounds.start(queue: "q", now: end + .milliseconds(4_999)) == p1)
+        #expect(bounds.start(queue: "q", now: end + .seconds(5)) == nil, "a job behind the bound waits at most 5 s after the claim")
+        #expect(bounds.spacing(afterFullClaimOf: .seconds(60)) == .seconds(5))
+    }
+
+    @Test func theSpacingIsTheIntervalTheCostOrTheCap() {
+        let bounds = ClaimBounds(fullClaimInterval: .seconds(1), costFactor: 20, maxSpacing: .seconds(3))
+        #expect(bounds.spacing(afterFullClaimOf: .milliseconds(10)) == .seconds(1))
+        #expect(bounds.spacing(afterFullClaimOf: .milliseconds(100)) == .seconds(2))
+        #expect(bounds.spacing(afterFullClaimOf: .seconds(1)) == .seconds(3))
+        // A cap below the interval never spaces claims closer than the interval.
+        let tight = ClaimBounds(fullClaimInterval: .seconds(2), costFactor: 20, maxSpacing: .seconds(1))
+        #expect(tight.spacing(afterFullClaimOf: .seconds(1)) == .seconds(2))
+    }
 }

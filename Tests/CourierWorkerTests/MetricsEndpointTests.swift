@@ -44,7 +44,7 @@ import Glibc
                 "courier_worker_info", "courier_jobs_in_flight", "courier_worker_ready", "courier_attempts_total",
                 "courier_job_outcomes_total", "courier_jobs_succeeded_after_retry_total", "courier_dead_letters_total",
                 "courier_retry_delay_seconds", "courier_claim_batch_size", "courier_ack_latency_seconds",
-                "courier_queue_depth", "courier_queue_oldest_due_seconds", "courier_breakers", "courier_breaker_state_seconds",
+                "courier_lease_renewal_seconds", "courier_queue_depth", "courier_queue_oldest_due_seconds", "courier_breakers", "courier_breaker_state_seconds",
                 "courier_breaker_transitions_total", "courier_dead_letters_pending", "courier_live_workers",
             ]
             for family in expected { #expect(before.families[family] != nil, "missing family \(family)") }
@@ -86,6 +86,7 @@ import Glibc
             #expect((after.value("courier_claim_batch_size_count") ?? 0) >= 1)
             #expect((after.value("courier_claim_batch_size_sum") ?? 0) >= 4, "four claims of the three jobs and the retry")
             #expect((after.value("courier_ack_latency_seconds_count") ?? 0) >= 1)
+            #expect((after.value("courier_lease_renewal_seconds_count") ?? 0) >= 1, "the heartbeater's renewals are timed")
             #expect((after.value("courier_acked_jobs_total") ?? 0) >= 4)
             #expect(after.value("courier_queue_depth", ["queue": "metrics_later", "state": "available"]) == 1)
             #expect(after.value("courier_breakers", ["state": "open"]) == 1)

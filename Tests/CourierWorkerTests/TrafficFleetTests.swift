@@ -184,3 +184,59 @@ extension TrafficFleetTests {
         #expect(peak > earlyPeak, "it ramps up")
     }
 }
+
+extension TrafficFleetTests {
+    /// Issue 40: `--slow-start` without `--max-in-flight` ramps too, from 1 up to the fleet's
+    /// slots (3 workers x 16), instead of sending the whole backlog at once.
+    @Test func afterABreakerClosesADestinationWithoutACapRampsToTheFleetsSlots() async throws {
+        let database = try CourierTestDatabase.create()
+        defer { try? database.drop() }
+        let db = try PostgresConnection.connect(PostgresConfiguration(connectionString: database.url))
+        defer { db.close() }
+        let server = try FaultServer(defaultBehavior: .slow(delay: .milliseconds(200), then: .json200))
+        defer { server.stop() }
+        let slots = 3 * 16
+        let slowStart = 4.0
+        _ = try DestinationsTable.merge(.init(destination: destination(of: server), slowStartMilliseconds: Int64(slowStart * 1000)), on: db)
+        try BreakersTable.force(destination: destination(of: server), action: .open, on: db)
+        try enqueue(db, 300, url: server.baseURL + "/ramp")
+
+        let workers = try startWorkers(database.url)
+        defer { workers.forEach { $0.cleanUp() } }
+        // Every worker registered (the fleet's slots are the live workers' concurrency).
+        #expect(try await eventually(timeout: .seconds(30), every: .milliseconds(50)) {
+            try db.query("select coalesce(sum(concurrency), 0)::bigint from courier.workers where stopping_at is null")
+                .rows[0].decode(0, as: Int.self) == slots
+        })
+        try await Task.sleep(for: .seconds(1))
+        #expect(server.requestCount() == 0, "nothing is sent while the breaker is open")
+        let closedAt = FaultServer.monotonicNanos()
+        try BreakersTable.force(destination: destination(of: server), action: .close, on: db)
+        let done = try await eventually(timeout: .seconds(120), every: .milliseconds(100)) {
+            try completed(db, destination(of: server)) == 300
+        }
+        #expect(done)
+        await stop(workers)
+
+        // At each request's start, the requests in flight stay within 1 + (slots - 1) x elapsed / slow start.
+        let exchanges = server.exchanges
+        var worstExcess = Int.min
+        // The keeper releases the held jobs within a pass of the close: the first second of
+        // requests starts at the first request.
+        let firstStart = exchanges.map(\.startNanos).min() ?? 0
+        var firstSecondPeak = 0
+        for exchange in exchanges {
+            let elapsed = Double(Int64(exchange.startNanos) - Int64(closedAt)) / 1e9 + 0.25
+            let allowed = min(slots, 1 + Int(Double(slots - 1) * max(0, elapsed) / slowStart))
+            let inFlight = exchanges.filter { $0.startNanos <= exchange.startNanos && $0.endNanos > exchange.startNanos }.count
+            worstExcess = max(worstExcess, inFlight - allowed)
+            if exchange.startNanos < firstStart + 1_000_000_000 { firstSecondPeak = max(firstSecondPeak, inFlight) }
+        }
+        let peak = FaultServer.peakConcurrency(exchanges)
+        print("traffic slow start without a cap: \(slots) slots over \(slowStart) s: first request \(String(format: "%.2f", Double(Int64(firstStart) - Int64(closedAt)) / 1e9)) s after the close, in flight during its first second at most \(firstSecondPeak), peak \(peak), worst excess over the ramp \(worstExcess)")
+        #expect(exchanges.count == 300)
+        #expect(worstExcess <= 0, "in flight above the ramp by \(worstExcess)")
+        #expect(firstSecondPeak < slots, "the first second is ramped, not the whole fleet's slots at once")
+        #expect(peak > firstSecondPeak, "it ramps up")
+    }
+}

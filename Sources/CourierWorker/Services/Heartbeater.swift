@@ -34,7 +34,7 @@ final class Heartbeater: WorkerService, @unchecked Sendable {
         init(_ c: WorkerConfiguration, registration: WorkersTable.Registration) {
             self.registration = registration
             leaseMilliseconds = Int(c.lease.milliseconds)
-            probeLeaseMilliseconds = Int64(c.breakerPolicy.probeLease.milliseconds)
+            probeLeaseMilliseconds = Int64(c.probeLease.milliseconds)
             interval = c.heartbeatInterval
         }
     }
@@ -52,12 +52,15 @@ final class Heartbeater: WorkerService, @unchecked Sendable {
     private var cancelCheckWanted = false
 
     private let clock: @Sendable () -> ContinuousClock.Instant
+    /// Where each renewal round's round trip is recorded (`courier_lease_renewal_seconds`).
+    private let metrics: WorkerMetrics?
 
-    init(configuration: Configuration, session: StoreSession, holder: any LeaseHolder,
+    init(configuration: Configuration, session: StoreSession, holder: any LeaseHolder, metrics: WorkerMetrics? = nil,
          clock: @escaping @Sendable () -> ContinuousClock.Instant = { .now }) {
         self.configuration = configuration
         self.session = session
         self.holder = holder
+        self.metrics = metrics
         self.clock = clock
     }
 
@@ -92,6 +95,7 @@ final class Heartbeater: WorkerService, @unchecked Sendable {
                                                  leaseMilliseconds: self.configuration.leaseMilliseconds)
             }
             if case .success(let renewal) = result {
+                metrics?.recordLeaseRenewal(clock() - sentAt)
                 lastHeartbeat = now
                 reportedStopping = stopping
                 holder.leasesRenewed(renewal.renewed.map { WorkerStateMachine.Lease(id: $0.id, token: $0.lease) }, sentAt: sentAt)

@@ -17,7 +17,7 @@ final class Prober: WorkerService, @unchecked Sendable {
             self.worker = worker
             queues = c.queues
             leaseMilliseconds = Int(c.lease.milliseconds)
-            probeLeaseMilliseconds = Int64(c.breakerPolicy.probeLease.milliseconds)
+            probeLeaseMilliseconds = Int64(c.probeLease.milliseconds)
         }
     }
 
