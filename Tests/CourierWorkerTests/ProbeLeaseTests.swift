@@ -103,6 +103,8 @@ final class ProbeIntake: JobIntake, @unchecked Sendable {
     var heldCount: Int { lock.withLock { accepted.count } }
     var slots: (free: Int, held: Int) { (freeSlots, heldCount) }
     var busiestDestination: (destination: String, count: Int)? { nil }
+    var heldLeases: [WorkerStateMachine.Lease] { [] }
+    func handBackUnknown(_ leases: [WorkerStateMachine.Lease]) {}
     func accept(_ jobs: [ClaimedJob], probeGeneration: Int64?, provenAt: ContinuousClock.Instant) {
         guard let probeGeneration else { return }
         lock.withLock { accepted += jobs.map { ($0.id, probeGeneration) } }
