@@ -101,9 +101,10 @@ FAMILIES = [
     },
     {
         "file": "workers.sql",
-        "about": "courier.workers: one row per running jobworker, with its heartbeat.",
+        "about": "courier.workers: one row per running jobworker, with its heartbeat, and fleet_slots, "
+                 "the live workers' summed concurrency (what an uncapped slow start ramps up to).",
         "objects": ["workers"],
-        "functions": [],
+        "functions": ["fleet_slots"],
         "prefixes": [],
     },
     {

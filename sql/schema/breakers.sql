@@ -424,7 +424,8 @@ CREATE FUNCTION courier.breaker_release_jobs(p_destination text) RETURNS bigint
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
-    update courier.destinations set ramp_started_at = now() where destination = p_destination and max_in_flight is not null;
+    update courier.destinations set ramp_started_at = now()
+    where destination = p_destination and (max_in_flight is not null or coalesce(slow_start_ms, 0) > 0);
     perform pg_notify('courier_traffic', p_destination);
     return 0;
 end

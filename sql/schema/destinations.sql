@@ -33,7 +33,7 @@ CREATE TABLE courier.destinations (
     slot_waits bigint DEFAULT 0 NOT NULL,
     token_waits bigint DEFAULT 0 NOT NULL,
     retries_deferred bigint DEFAULT 0 NOT NULL,
-    gated boolean GENERATED ALWAYS AS (((max_in_flight IS NOT NULL) OR (rate IS NOT NULL) OR (retry_budget_pct IS NOT NULL) OR paused)) STORED,
+    gated boolean GENERATED ALWAYS AS (((max_in_flight IS NOT NULL) OR (rate IS NOT NULL) OR (retry_budget_pct IS NOT NULL) OR paused OR (COALESCE(slow_start_ms, (0)::bigint) > 0))) STORED,
     CONSTRAINT destinations_burst_check CHECK (((burst IS NULL) OR ((burst >= 1) AND (burst <= 1000000)))),
     CONSTRAINT destinations_max_in_flight_check CHECK (((max_in_flight IS NULL) OR ((max_in_flight >= 1) AND (max_in_flight <= 100000)))),
     CONSTRAINT destinations_rate_check CHECK (((rate IS NULL) OR ((rate > (0)::double precision) AND (rate <= (1000000)::double precision)))),
@@ -257,8 +257,17 @@ begin
                              else coalesce(excluded.slow_start_ms, d.slow_start_ms) end,
         retry_budget_pct = case when 'retry_budget_pct' = any(destination_set.clear) then null
                                 else coalesce(excluded.retry_budget_pct, d.retry_budget_pct) end,
-        -- A changed rate or burst starts from a full bucket of the new size.
-        tokens = case when excluded.rate is not null or excluded.burst is not null then null else d.tokens end,
+        -- (Every expression here reads the row as it was before this statement.)
+        tokens = courier.traffic_tokens_after_change(
+            d.rate, d.burst, d.tokens, d.tokens_at,
+            case when 'rate' = any(destination_set.clear) then null else coalesce(excluded.rate, d.rate) end,
+            case when 'burst' = any(destination_set.clear) then null else coalesce(excluded.burst, d.burst) end,
+            now()),
+        tokens_at = case
+            when (case when 'rate' = any(destination_set.clear) then null else coalesce(excluded.rate, d.rate) end,
+                  case when 'burst' = any(destination_set.clear) then null else coalesce(excluded.burst, d.burst) end)
+                 is not distinct from (d.rate, d.burst) then d.tokens_at
+            else now() end,
         updated_at = now()
     returning d.* into v_row;
     if v_row.gated then
@@ -283,15 +292,29 @@ GRANT ALL ON FUNCTION courier.destination_set(destination text, signing_secret t
 --
 
 CREATE FUNCTION courier.traffic_cap(p_max integer, p_slow_ms bigint, p_ramp timestamp with time zone, p_at timestamp with time zone) RETURNS integer
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $$
+    select courier.traffic_cap(p_max, p_slow_ms, p_ramp, p_at,
+        case when p_max is null and p_ramp is not null and coalesce(p_slow_ms, 0) > 0
+                  and extract(epoch from p_at - p_ramp) * 1000 < p_slow_ms
+             then courier.fleet_slots() end)
+$$;
+
+
+--
+-- Name: traffic_cap(integer, bigint, timestamp with time zone, timestamp with time zone, integer); Type: FUNCTION
+--
+
+CREATE FUNCTION courier.traffic_cap(p_max integer, p_slow_ms bigint, p_ramp timestamp with time zone, p_at timestamp with time zone, p_fleet integer) RETURNS integer
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $$
     select case
-        when p_max is null then null
-        when p_ramp is null or coalesce(p_slow_ms, 5000) <= 0
-             or extract(epoch from p_at - p_ramp) * 1000 >= coalesce(p_slow_ms, 5000) then p_max
-        else greatest(1, least(p_max,
-            1 + floor((p_max - 1) * greatest(0, extract(epoch from p_at - p_ramp) * 1000) / coalesce(p_slow_ms, 5000))::int))
+        when p_ramp is null or r.slow <= 0 or r.elapsed_ms >= r.slow then p_max
+        else greatest(1, least(r.top, 1 + floor((r.top - 1) * greatest(0, r.elapsed_ms) / r.slow)::int))
     end
+    from (select coalesce(p_max, greatest(1, coalesce(p_fleet, 1))) as top,
+                 case when p_max is null then coalesce(p_slow_ms, 0) else coalesce(p_slow_ms, 5000) end as slow,
+                 extract(epoch from p_at - p_ramp) * 1000 as elapsed_ms) r
 $$;
 
 
@@ -302,6 +325,15 @@ $$;
 REVOKE ALL ON FUNCTION courier.traffic_cap(p_max integer, p_slow_ms bigint, p_ramp timestamp with time zone, p_at timestamp with time zone) FROM PUBLIC;
 GRANT ALL ON FUNCTION courier.traffic_cap(p_max integer, p_slow_ms bigint, p_ramp timestamp with time zone, p_at timestamp with time zone) TO courier_worker;
 GRANT ALL ON FUNCTION courier.traffic_cap(p_max integer, p_slow_ms bigint, p_ramp timestamp with time zone, p_at timestamp with time zone) TO courier_admin;
+
+
+--
+-- Name: FUNCTION traffic_cap(p_max integer, p_slow_ms bigint, p_ramp timestamp with time zone, p_at timestamp with time zone, p_fleet integer); Type: ACL
+--
+
+REVOKE ALL ON FUNCTION courier.traffic_cap(p_max integer, p_slow_ms bigint, p_ramp timestamp with time zone, p_at timestamp with time zone, p_fleet integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION courier.traffic_cap(p_max integer, p_slow_ms bigint, p_ramp timestamp with time zone, p_at timestamp with time zone, p_fleet integer) TO courier_worker;
+GRANT ALL ON FUNCTION courier.traffic_cap(p_max integer, p_slow_ms bigint, p_ramp timestamp with time zone, p_at timestamp with time zone, p_fleet integer) TO courier_admin;
 
 
 --
@@ -449,3 +481,28 @@ $$;
 REVOKE ALL ON FUNCTION courier.traffic_tokens(p_rate double precision, p_burst integer, p_tokens double precision, p_tokens_at timestamp with time zone, p_at timestamp with time zone) FROM PUBLIC;
 GRANT ALL ON FUNCTION courier.traffic_tokens(p_rate double precision, p_burst integer, p_tokens double precision, p_tokens_at timestamp with time zone, p_at timestamp with time zone) TO courier_worker;
 GRANT ALL ON FUNCTION courier.traffic_tokens(p_rate double precision, p_burst integer, p_tokens double precision, p_tokens_at timestamp with time zone, p_at timestamp with time zone) TO courier_admin;
+
+
+--
+-- Name: traffic_tokens_after_change(double precision, integer, double precision, timestamp with time zone, double precision, integer, timestamp with time zone); Type: FUNCTION
+--
+
+CREATE FUNCTION courier.traffic_tokens_after_change(p_old_rate double precision, p_old_burst integer, p_tokens double precision, p_tokens_at timestamp with time zone, p_new_rate double precision, p_new_burst integer, p_at timestamp with time zone) RETURNS double precision
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+    select case
+        when (p_new_rate, p_new_burst) is not distinct from (p_old_rate, p_old_burst) then p_tokens
+        when p_new_rate is null then null
+        else least(courier.traffic_tokens(p_old_rate, p_old_burst, p_tokens, p_tokens_at, p_at),
+                   coalesce(p_new_burst, greatest(1, ceil(p_new_rate / 10)))::float8)
+    end
+$$;
+
+
+--
+-- Name: FUNCTION traffic_tokens_after_change(p_old_rate double precision, p_old_burst integer, p_tokens double precision, p_tokens_at timestamp with time zone, p_new_rate double precision, p_new_burst integer, p_at timestamp with time zone); Type: ACL
+--
+
+REVOKE ALL ON FUNCTION courier.traffic_tokens_after_change(p_old_rate double precision, p_old_burst integer, p_tokens double precision, p_tokens_at timestamp with time zone, p_new_rate double precision, p_new_burst integer, p_at timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION courier.traffic_tokens_after_change(p_old_rate double precision, p_old_burst integer, p_tokens double precision, p_tokens_at timestamp with time zone, p_new_rate double precision, p_new_burst integer, p_at timestamp with time zone) TO courier_worker;
+GRANT ALL ON FUNCTION courier.traffic_tokens_after_change(p_old_rate double precision, p_old_burst integer, p_tokens double precision, p_tokens_at timestamp with time zone, p_new_rate double precision, p_new_burst integer, p_at timestamp with time zone) TO courier_admin;
