@@ -54,7 +54,7 @@ public enum JobworkerCommand {
             option("queues", value: "LIST", help: "Comma-separated queues to take jobs from.", defaultValue: d.queues.joined(separator: ",")),
             option("concurrency", value: "N", help: "How many jobs this worker runs at once.", defaultValue: String(d.concurrency)),
             option("lease", value: "DURATION",
-                   help: "How long a claimed job stays reserved; heartbeats extend it while the job runs, and another worker rescues it when it expires.",
+                   help: "How long a claimed job stays reserved; heartbeats extend it while the job runs and until its result is written, and another worker rescues it when it expires. A worker whose renewals go unanswered for most of it aborts its requests and claims nothing; size it from courier_lease_renewal_seconds.",
                    defaultValue: duration(d.lease)),
             option("shutdown-grace", value: "DURATION",
                    help: "On SIGTERM or SIGINT, how long in-flight jobs may finish before they are aborted and handed back.",
