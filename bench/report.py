@@ -653,6 +653,12 @@ if baseline:
             a = [r["from_commit"][p] for r in mine]
             b = [r["from_commit"][p] for r in theirs]
             w(f"| pickup latency {p[:-3]}, {where}, commit → request, ms | {cell(a, '{:.2f}')} | {cell(b, '{:.2f}')} | {ratio(med(a), med(b)):.2f}× |")
+    base_traffic = [r for r in baseline if r["bench"] == "traffic"]
+    for scenario, label in (("no_policies", "no policies"), ("capped_backlog", "capped backlogs")):
+        a = [r["us_per_claim_round"] for r in traffic if r["scenario"] == scenario] if traffic else []
+        b = [r["us_per_claim_round"] for r in base_traffic if r["scenario"] == scenario]
+        if a and b:
+            w(f"| traffic claim round ({label}), µs | {cell(a, '{:,.0f}')} | {cell(b, '{:,.0f}')} | {ratio(med(a), med(b)):.2f}× |")
     base_mem = [r for r in baseline if r["bench"] == "memory"]
     if mem and base_mem:
         a = [r["inflight_rss_kb"] / 1024 for r in mem]

@@ -138,6 +138,8 @@ if [ -n "${BASELINE:-}" ]; then
     git worktree add -f --detach "$base_tree" "$BASELINE" >/dev/null
   fi
   (cd "$base_tree" && swift build -c release -j 2 --product jobworker >/dev/null && swift build -c release -j 2 --product jobctl >/dev/null)
+  # The traffic bench runs the claim's SQL from its own process: the baseline's claim needs the baseline's courier-bench.
+  if has traffic; then (cd "$base_tree" && swift build -c release -j 2 --product courier-bench >/dev/null); fi
   BASE_BIN="$(cd "$base_tree" && swift build -c release --show-bin-path)"
 fi
 
@@ -328,11 +330,17 @@ if has enqconc; then
 fi
 
 # ---- 11. destination traffic control (issue 13): the claim with 100 capped destinations'
-#          backlogs against no policies, in the same run (Courier only: no peer has exact caps)
+#          backlogs against no policies, in the same run (Courier only: no peer has exact caps);
+#          with BASELINE, the baseline's own courier-bench (its claim SQL) interleaved by repetition
 if has traffic; then
   say "traffic"
-  "${CB[@]}" traffic "${COMMON[@]}" --jobs "$TRAFFIC_JOBS" --destinations "$TRAFFIC_DESTINATIONS" \
-    --waiting "$TRAFFIC_WAITING" --reps "$REPS"
+  for rep in $(seq 1 "$REPS"); do
+    "${CB[@]}" traffic "${COMMON[@]}" --jobs "$TRAFFIC_JOBS" --destinations "$TRAFFIC_DESTINATIONS" \
+      --waiting "$TRAFFIC_WAITING" --reps 1
+    [ -z "$BASE_BIN" ] || "$BASE_BIN/courier-bench" traffic --db courier_bench_base --bin-dir "$BASE_BIN" \
+      --work-dir "$RUN_DIR/work" --out "$RUN_DIR/courier-baseline.jsonl" --pg-data "$RUN_DIR/pg/data" \
+      --jobs "$TRAFFIC_JOBS" --destinations "$TRAFFIC_DESTINATIONS" --waiting "$TRAFFIC_WAITING" --reps 1
+  done
   say "traffic end"
 fi
 
