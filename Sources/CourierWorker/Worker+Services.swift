@@ -28,19 +28,16 @@ extension Worker {
             return StoreSession(configuration: database, statementTimeout: statementTimeout, observer: observer, pause: gate.pause,
                                 onUnsupportedPoolMode: { [unowned self] in stopForGood($0) })
         }
-        // A renewal that waits (a frozen link, a lock) is worse than a retry on a fresh
-        // connection; a claim answered after its leases stopped being trusted is handed back.
-        let renewalTimeout = max(configuration.heartbeatInterval, .seconds(1))
-        let claimTimeout = max(LeaseFence(lease: configuration.lease, margin: configuration.leaseFenceMargin).trustedFor, .seconds(1))
         let registration = WorkersTable.Registration(
             id: id, host: ProcessInfo.processInfo.hostName, pid: Int(getpid()), queues: configuration.queues,
             concurrency: configuration.concurrency, version: CourierVersion.current,
-            heartbeatIntervalMilliseconds: Int(configuration.heartbeatInterval.milliseconds))
+            heartbeatIntervalMilliseconds: Int(leases.heartbeatInterval.milliseconds))
         var graph = ServiceGraph()
 
         var gate = StopGate()
-        heartbeater = Heartbeater(configuration: .init(configuration, registration: registration),
-                                  session: session(gate, responseTimeout: renewalTimeout, statementTimeout: renewalTimeout),
+        // A renewal that waits (a frozen link, a lock) is worse than a retry on a fresh connection.
+        heartbeater = Heartbeater(configuration: .init(leases: leases, registration: registration),
+                                  session: session(gate, responseTimeout: leases.renewalTimeout, statementTimeout: leases.renewalTimeout),
                                   holder: self, clock: clock.instant)
         graph.nodes.append(.init(heartbeater, gate: gate))
 
@@ -69,7 +66,7 @@ extension Worker {
         // of them renews leases, claims or acknowledges.
         gate = StopGate()
         let housekeeping = session(gate)
-        rescuer = Rescuer(configuration: .init(configuration), session: housekeeping, logger: logger, metrics: metrics)
+        rescuer = Rescuer(configuration: .init(leases: leases), session: housekeeping, logger: logger, metrics: metrics)
         pruner = Pruner(configuration: .init(configuration), session: housekeeping)
         breakerReporter = BreakerReporter(configuration: .init(configuration, worker: id), session: housekeeping, logger: logger,
                                           jitteredCooldown: { [unowned self] policy in
@@ -77,7 +74,7 @@ extension Worker {
                                           })
         statsFlusher = StatsFlusher(session: housekeeping)
         settings = SettingsRefresher(base: configuration.retryPolicy, session: housekeeping)
-        prober = Prober(configuration: .init(configuration, worker: id), session: housekeeping, intake: self, logger: logger)
+        prober = Prober(configuration: .init(configuration, leases: leases, worker: id), session: housekeeping, intake: self, logger: logger)
         // In run order; they finish (final writes) in reverse: the breaker report and the statistics first.
         var members: [any WorkerService] = [breakerReporter, statsFlusher, prober, settings, rescuer, pruner]
         if configuration.scheduler.enabled {
@@ -94,9 +91,11 @@ extension Worker {
         gate = StopGate()
         graph.nodes.append(.init(TrafficKeeper(session: session(gate), state: traffic, heldBack: heldBack, logger: logger), gate: gate))
 
-        // Started last, so claiming ends first.
+        // Started last, so claiming ends first. A claim answered after its leases stopped being
+        // trusted is handed back, so it waits no longer than that.
         gate = StopGate()
-        claimer = Claimer(configuration: .init(configuration, worker: id), session: session(gate, responseTimeout: claimTimeout), intake: self,
+        claimer = Claimer(configuration: .init(configuration, leases: leases, worker: id),
+                          session: session(gate, responseTimeout: leases.claimTimeout), intake: self,
                           completer: completer, settings: settings, logger: logger, metrics: metrics, traffic: traffic)
         graph.nodes.append(.init(claimer, gate: gate, needsSchema: false))
 

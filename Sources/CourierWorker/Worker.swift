@@ -18,6 +18,8 @@ import Foundation
 public final class Worker: @unchecked Sendable {
     public let id: UUID
     public let configuration: WorkerConfiguration
+    /// The lease settings, worked out once from `configuration` and handed to every service that needs them.
+    let leases: LeaseSettings
     let logger: Logger
     let metrics: WorkerMetrics
     let clock: WorkerClock
@@ -78,13 +80,14 @@ public final class Worker: @unchecked Sendable {
                 random: any RandomNumberGenerator = SystemRandomNumberGenerator(), id: UUID = UUID()) {
         self.id = id
         self.configuration = configuration
+        leases = LeaseSettings(configuration)
         self.logger = logger
         self.metrics = metrics
         self.clock = clock
         self.random = random
         self.outage = OutageTracker(logger: logger, now: clock.now)
         self.state = WorkerStateMachine(concurrency: configuration.concurrency,
-                                        fence: LeaseFence(lease: configuration.lease, margin: configuration.leaseFenceMargin))
+                                        fence: leases.fence)
         heldBack = HeldBackDestinations(now: clock.instant)
         if var http = httpHandler as? HTTPJobHandler {
             // The built-in handler withholds requests whose destination became held back after the claim.

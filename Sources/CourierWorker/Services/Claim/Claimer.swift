@@ -46,12 +46,12 @@ final class Claimer: WorkerService, @unchecked Sendable {
         /// NOTIFY while another holds it (`courier.enqueue`, sql/schema/jobs.sql). Default 25 ms.
         var wakeFollowUp: Duration = .milliseconds(25)
 
-        init(_ c: WorkerConfiguration, worker: UUID) {
+        init(_ c: WorkerConfiguration, leases: LeaseSettings, worker: UUID) {
             self.worker = worker
             queues = c.queues
             claimBatch = c.claimBatch
             concurrency = c.concurrency
-            leaseMilliseconds = Int(c.lease.milliseconds)
+            leaseMilliseconds = leases.leaseMilliseconds
             pollInterval = c.pollInterval
             trigger = ClaimTrigger(claimBatch: c.claimBatch, concurrency: c.concurrency)
         }
