@@ -85,7 +85,7 @@ def source(path):
 command_swift = source("Sources/CourierWorker/JobworkerCommand.swift")
 flags = set(re.findall(r'option\("([a-z][a-z0-9-]*)"', command_swift)) | set(re.findall(r'\.flag\("([a-z][a-z0-9-]*)"', command_swift))
 known_env = {"COURIER_" + f.upper().replace("-", "_") for f in flags} | {"DATABASE_URL"}
-metrics_swift = source("Sources/CourierWorker/PrometheusText+Worker.swift")
+metrics_swift = source("Sources/CourierWorker/Metrics/PrometheusText+Worker.swift")
 families = set(re.findall(r'"(courier_[a-z0-9_]+)"', metrics_swift))
 histograms = set(re.findall(r'page\.family\("(courier_[a-z0-9_]+)", \.histogram', metrics_swift))
 exported = set(families)

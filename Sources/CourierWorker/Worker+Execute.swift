@@ -158,7 +158,7 @@ extension Worker {
         // The supervisor waits on finished jobs only while shutting down.
         if !running { stateChanged.signal() }
         // Not once per job: only when the free slots make a claim worthwhile (see ClaimTrigger).
-        if wakeClaimer { claimerThread.wake() }
+        if wakeClaimer { wakes.slotsFreed() }
     }
 
     func acknowledge(_ item: Acknowledgement) {

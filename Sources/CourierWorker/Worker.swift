@@ -6,7 +6,8 @@ import Foundation
 /// concurrency, turns every outcome into one decision and writes it back fenced by
 /// the lease; renews leases, rescues expired ones, and shuts down gracefully.
 ///
-/// It is composed of small services, started in order and stopped in reverse order:
+/// It is composed of small services, declared as one ``ServiceGraph`` (`makeServiceGraph()`
+/// in Worker+Services.swift: the threads, and who wakes whom), started in order and stopped in reverse order:
 /// Heartbeater, Completer, Listener, TrafficKeeper and Claimer each on a thread and
 /// connection of its own; the light ones (BreakerReporter, StatsFlusher, Prober,
 /// SettingsRefresher, Rescuer, Pruner, Scheduler) in turn on one housekeeping thread and
@@ -17,6 +18,8 @@ import Foundation
 public final class Worker: @unchecked Sendable {
     public let id: UUID
     public let configuration: WorkerConfiguration
+    /// The lease settings, worked out once from `configuration` and handed to every service that needs them.
+    let leases: LeaseSettings
     let logger: Logger
     let metrics: WorkerMetrics
     let clock: WorkerClock
@@ -52,8 +55,12 @@ public final class Worker: @unchecked Sendable {
     var scheduler: Scheduler?
     var claimer: Claimer!
 
-    private var threads: [String: ServiceThread] = [:]
-    private var startOrder: [ServiceThread] = []
+    /// The services and who wakes whom, as declared by `makeServiceGraph()` (Worker+Services.swift).
+    private(set) var serviceGraph: ServiceGraph!
+    /// The graph's threads, in start order.
+    private(set) var services: ServiceThreads!
+    /// What the worker itself wakes (installed by the graph).
+    var wakes = Wakes()
 
     private let runLock = NSLock()
     private var stoppedContinuation: CheckedContinuation<Void, Never>?
@@ -73,13 +80,14 @@ public final class Worker: @unchecked Sendable {
                 random: any RandomNumberGenerator = SystemRandomNumberGenerator(), id: UUID = UUID()) {
         self.id = id
         self.configuration = configuration
+        leases = LeaseSettings(configuration)
         self.logger = logger
         self.metrics = metrics
         self.clock = clock
         self.random = random
         self.outage = OutageTracker(logger: logger, now: clock.now)
         self.state = WorkerStateMachine(concurrency: configuration.concurrency,
-                                        fence: LeaseFence(lease: configuration.lease, margin: configuration.leaseFenceMargin))
+                                        fence: leases.fence)
         heldBack = HeldBackDestinations(now: clock.instant)
         if var http = httpHandler as? HTTPJobHandler {
             // The built-in handler withholds requests whose destination became held back after the claim.
@@ -89,7 +97,10 @@ public final class Worker: @unchecked Sendable {
             handlers["http"] = httpHandler
         }
         handlers["noop"] = NoopJobHandler()
-        composeServices()
+        let graph = makeServiceGraph()
+        serviceGraph = graph
+        // Every service but the claimer (which checks the schema) and the listener waits for the schema.
+        services = graph.wire(clock: clock.instant, schemaReady: { [unowned self] in self.claimer.isSchemaReady })
     }
 
     /// Registers a handler for a job kind (enqueued with `courier.enqueue_job(kind, args)`). Call before `run`.
@@ -134,7 +145,7 @@ public final class Worker: @unchecked Sendable {
             ("worker", id.uuidString.lowercased()), ("queues", configuration.queues.joined(separator: ",")),
             ("concurrency", configuration.concurrency), ("lease", DurationParser.format(configuration.lease)),
         ])
-        startOrder.forEach { $0.start() }
+        services.startAll()
         // The jobs' group: one task for the worker's life, on the worker's own threads (see
         // JobExecutor) or on the cooperative pool (`WorkerConfiguration.jobThreads`). It is not
         // awaited at the end, so a job that ignores its abort cannot keep the process from exiting.
@@ -171,7 +182,7 @@ public final class Worker: @unchecked Sendable {
         for action in actions {
             switch action {
             case .stopClaiming:
-                heartbeaterThread.wake()
+                wakes.stopClaiming()
             case .abort(let leases):
                 if !leases.isEmpty { logger.warning("grace period over; aborting in-flight jobs", [("jobs", leases.count)]) }
                 runner.cancel(leases)
@@ -201,7 +212,7 @@ public final class Worker: @unchecked Sendable {
             }
             // Claiming ends first: the claimer was started last. (The prober, in the housekeeping
             // thread, wins nothing once shutdown began: it probes only into free slots, and there are none.)
-            stop([claimerThread])
+            services.stop([claimerThread])
             while true {
                 let (phase, deadline) = withState { ($0.phase, $0.nextDeadline) }
                 if phase == .flushing { break }
@@ -211,7 +222,7 @@ public final class Worker: @unchecked Sendable {
                 perform(withState { $0.tick(now: clock.instant()) })
             }
             runner.finish()
-            stop(startOrder.filter { $0 !== claimerThread })
+            services.stop(services.all.filter { $0 !== claimerThread })
             withState { $0.stopped() }
             let continuation = runLock.withLock { () -> CheckedContinuation<Void, Never>? in
                 defer { stoppedContinuation = nil }
@@ -255,14 +266,6 @@ public final class Worker: @unchecked Sendable {
     /// The longest the supervisor waits before it looks at the lease fence again.
     static let supervisorLongestWait: Duration = .seconds(1)
 
-    /// Stops `services` in reverse order, each finished before the next is stopped.
-    private func stop(_ services: [ServiceThread]) {
-        for thread in services.reversed() {
-            thread.requestStop()
-            thread.join()
-        }
-    }
-
     /// Why the worker stopped on its own, when it did: a database setup that cannot work
     /// (a pooler in statement mode). `jobworker` then exits 1.
     public var fatalError: String? { runLock.withLock { fatalReason } }
@@ -278,120 +281,7 @@ public final class Worker: @unchecked Sendable {
         shutdown()
     }
 
-    var heartbeaterThread: ServiceThread { threads[heartbeater.name]! }
-    var claimerThread: ServiceThread { threads[claimer.name]! }
-
-    /// Builds the services, each with its own session and thread.
-    private func composeServices() {
-        var database = configuration.database
-        if let keepalive = configuration.keepalive { database.keepalive = keepalive }
-        let observer = outage.observer
-        // Every service but the claimer (which checks the schema) and the listener waits for the schema.
-        func thread(for service: any WorkerService, gate: StopGate, needsSchema: Bool = true) -> ServiceThread {
-            let ready: @Sendable () -> Bool
-            if needsSchema {
-                ready = { [unowned self] in self.claimer.isSchemaReady }
-            } else {
-                ready = { true }
-            }
-            let thread = ServiceThread(service, gate: gate, clock: clock.instant, ready: ready)
-            threads[service.name] = thread
-            startOrder.append(thread)
-            return thread
-        }
-        func session(_ gate: StopGate, responseTimeout: Duration? = nil, statementTimeout: Duration? = nil) -> StoreSession {
-            var database = database
-            database.responseTimeout = responseTimeout
-            return StoreSession(configuration: database, statementTimeout: statementTimeout, observer: observer, pause: gate.pause,
-                                onUnsupportedPoolMode: { [unowned self] in stopForGood($0) })
-        }
-        // A renewal that waits (a frozen link, a lock) is worse than a retry on a fresh
-        // connection; a claim answered after its leases stopped being trusted is handed back.
-        let renewalTimeout = max(configuration.heartbeatInterval, .seconds(1))
-        let claimTimeout = max(LeaseFence(lease: configuration.lease, margin: configuration.leaseFenceMargin).trustedFor, .seconds(1))
-        let registration = WorkersTable.Registration(
-            id: id, host: ProcessInfo.processInfo.hostName, pid: Int(getpid()), queues: configuration.queues,
-            concurrency: configuration.concurrency, version: CourierVersion.current,
-            heartbeatIntervalMilliseconds: Int(configuration.heartbeatInterval.milliseconds))
-
-        var gate = StopGate()
-        heartbeater = Heartbeater(configuration: .init(configuration, registration: registration),
-                                  session: session(gate, responseTimeout: renewalTimeout, statementTimeout: renewalTimeout),
-                                  holder: self, metrics: metrics, clock: clock.instant)
-        _ = thread(for: heartbeater, gate: gate)
-
-        gate = StopGate()
-        let breakerPolicy = configuration.breakerPolicy
-        completer = Completer(configuration: .init(configuration, worker: id), session: session(gate), logger: logger,
-                              metrics: metrics,
-                              jitter: { [unowned self] in withRandom { breakerPolicy.cooldownJitterFactor(using: &$0) } },
-                              clock: clock.instant)
-        let completerThread = thread(for: completer, gate: gate)
-        completer.wake = { completerThread.wake() }
-
-        gate = StopGate()
-        // LISTEN on the --listen-database-url connection when given; a pooled connection
-        // the operator did not name is not trusted with LISTEN (see ListenPlacement).
-        let listenURLGiven = configuration.listenDatabase != nil
-        var listenDatabase = configuration.listenDatabase ?? database
-        if let keepalive = configuration.keepalive { listenDatabase.keepalive = keepalive }
-        let listenSession = StoreSession(
-            configuration: listenDatabase, channels: Listener.channels, observer: observer,
-            pause: gate.pause, onUnsupportedPoolMode: { [unowned self] in stopForGood($0) },
-            shouldListen: { ListenPlacement.decide(listenURLGiven: listenURLGiven, connectionIsPooled: $0) != .poll })
-        listener = Listener(session: listenSession, listenURLGiven: listenURLGiven, pollInterval: configuration.pollInterval, logger: logger,
-                            jobsArrived: { [unowned self] in
-                                claimer?.noteJobsArrived()
-                                claimer?.noteNotification()
-                                claimerThread.wake()
-                            },
-                            cancelAnnounced: { [unowned self] in
-                                heartbeater.requestCancelCheck()
-                                heartbeaterThread.wake()
-                            })
-        _ = thread(for: listener, gate: gate, needsSchema: false)
-
-        // The light services share one thread and one connection (see ServiceBundle): none
-        // of them renews leases, claims or acknowledges.
-        gate = StopGate()
-        let housekeeping = session(gate)
-        rescuer = Rescuer(configuration: .init(configuration), session: housekeeping, logger: logger, metrics: metrics)
-        pruner = Pruner(configuration: .init(configuration), session: housekeeping)
-        breakerReporter = BreakerReporter(configuration: .init(configuration, worker: id), session: housekeeping, logger: logger,
-                                          jitteredCooldown: { [unowned self] policy in
-                                              withRandom { policy.jitteredCooldown(policy.cooldown, using: &$0) }
-                                          })
-        statsFlusher = StatsFlusher(session: housekeeping)
-        settings = SettingsRefresher(base: configuration.retryPolicy, session: housekeeping)
-        prober = Prober(configuration: .init(configuration, worker: id), session: housekeeping, intake: self, logger: logger)
-        // In run order; they finish (final writes) in reverse: the breaker report and the statistics first.
-        var members: [any WorkerService] = [breakerReporter, statsFlusher, prober, settings, rescuer, pruner]
-        if configuration.scheduler.enabled {
-            let scheduler = Scheduler(configuration: configuration.scheduler, session: housekeeping, logger: logger,
-                                      metrics: metrics, mayRun: { [unowned self] in claimer.missingMigrations.isEmpty })
-            self.scheduler = scheduler
-            members.append(scheduler)
-        }
-        let bundle = ServiceBundle(name: "courier-housekeep", members: members, clock: clock.instant)
-        let bundleThread = thread(for: bundle, gate: gate)
-        bundle.wakeThread = { bundleThread.wake() }
-        breakerReporter.wake = { [unowned self, unowned bundle] in bundle.wake(breakerReporter) }
-
-        // The traffic keeper moves jobs in and out of held and gated states in bounded
-        // batches, sometimes many in a row: on its own thread and connection, so a long
-        // release never delays the breaker report or the scheduler.
-        gate = StopGate()
-        let keeper = TrafficKeeper(session: session(gate), state: traffic, heldBack: heldBack, logger: logger)
-        _ = thread(for: keeper, gate: gate)
-
-        gate = StopGate()
-        claimer = Claimer(configuration: .init(configuration, worker: id), session: session(gate, responseTimeout: claimTimeout), intake: self,
-                          completer: completer, settings: settings, logger: logger, metrics: metrics, traffic: traffic)
-        _ = thread(for: claimer, gate: gate, needsSchema: false)
-        claimer.onSchemaReady = { [unowned self] in startOrder.forEach { $0.wake() } }
-        completer.requeued = { [unowned self] in claimerThread.wake() }
-        completer.backlogCleared = { [unowned self] in claimerThread.wake() }
-    }
+    var claimerThread: ServiceThread { services[claimer.name] }
 }
 
 extension Worker: JobIntake {
@@ -443,7 +333,7 @@ extension Worker: LeaseHolder {
 
     func leasesRenewed(_ renewed: [WorkerStateMachine.Lease], sentAt: ContinuousClock.Instant) {
         let resumed = withState { $0.leasesRenewed(renewed, sentAt: sentAt, now: clock.instant()) }
-        if resumed { claimerThread.wake() }
+        if resumed { wakes.leasesResumed() }
     }
 
     func cancelRequested(_ ids: [Int64]) {

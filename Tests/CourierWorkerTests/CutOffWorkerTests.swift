@@ -17,13 +17,14 @@ import Testing
         private let transport: CurlTransport
         private var task: Task<Void, Never>?
 
-        init(url: String, lease: Duration) throws {
+        init(url: String, lease: Duration, _ configure: (inout WorkerConfiguration) -> Void = { _ in }) throws {
             var configuration = WorkerConfiguration(database: PostgresConfiguration(connectionString: url))
             configuration.concurrency = 8
             configuration.lease = lease
             configuration.shutdownGrace = .seconds(2)
             configuration.pollInterval = .milliseconds(200)
             configuration.allowPrivateNetworks = true
+            configure(&configuration)
             transport = try CurlTransport(configuration: .init(allowPrivateNetworks: true))
             worker = Worker(configuration: configuration,
                             httpHandler: HTTPJobHandler(transport: transport, secrets: SecretResolver(environment: [:], directory: nil)),

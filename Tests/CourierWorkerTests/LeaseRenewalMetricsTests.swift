@@ -66,7 +66,7 @@ import Testing
             let metrics = WorkerMetrics()
             // A clock that moves 25 ms between the send and the answer of each renewal.
             let ticks = TickingClock(step: .milliseconds(25))
-            let heartbeater = Heartbeater(configuration: .init(config, registration: registration),
+            let heartbeater = Heartbeater(configuration: .init(leases: LeaseSettings(config), registration: registration),
                                           session: StoreSession(configuration: DatabaseConfiguration(connectionString: database.url),
                                                                 pause: { _ in }),
                                           holder: holder, metrics: metrics, clock: ticks.now)

@@ -24,14 +24,24 @@ import Testing
         defer { server.stop() }
         let proxy = try FreezableProxy(forwardingTo: database.url)
         defer { proxy.stop() }
-        // A lease long enough that only the hand-back, not a rescue, can bring the job back in time.
-        let worker = try RunningWorker(url: try proxy.url(for: database.url), lease: .seconds(60))
+        // A lease long enough that only the hand-back, not a rescue, can bring the job back in
+        // time; no polling, so no claim is in flight when the replies are held (it would wait
+        // for its answer and never send the claim below).
+        let worker = try RunningWorker(url: try proxy.url(for: database.url), lease: .seconds(60)) {
+            $0.pollInterval = .seconds(3600)
+        }
         worker.start()
         do {
             #expect(try await eventually(timeout: .seconds(30)) { worker.worker.leasesProven })
+            // Enqueued while replies flow: its NOTIFY wakes a claim that finds it not yet due.
+            var request = EnqueueRequest(url: server.baseURL + "/lost-claim")
+            request.runAt = Date().addingTimeInterval(0.5)
+            let id = try JobsTable.enqueue(request, on: db)
+            try await Task.sleep(for: .milliseconds(700))   // a measured window: the job falls due
             proxy.holdReplies()
-            let id = try JobsTable.enqueue(EnqueueRequest(url: server.baseURL + "/lost-claim"), on: db)
-            // The claim (a poll: the NOTIFY is held too) commits; its answer waits in the proxy.
+            // Woken as the listener wakes it on a NOTIFY: the claim commits, its answer waits in the proxy.
+            worker.worker.claimer.noteNotification()
+            worker.worker.claimerThread.wake()
             #expect(try await eventually(timeout: .seconds(30)) { try JobsTable.get(id: id, on: db)?.status == .running },
                     "the claim committed")
             proxy.cutConnections()

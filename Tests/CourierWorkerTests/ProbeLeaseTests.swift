@@ -34,10 +34,10 @@ import Testing
         let c = configuration(lease: .seconds(120))
         let registration = WorkersTable.Registration(id: UUID(), host: "test", pid: 1, queues: ["default"], concurrency: 1,
                                                      version: "test", heartbeatIntervalMilliseconds: 10_000)
-        #expect(Prober.Configuration(c, worker: UUID()).probeLeaseMilliseconds == 120_000)
-        #expect(Heartbeater.Configuration(c, registration: registration).probeLeaseMilliseconds == 120_000)
+        #expect(Prober.Configuration(c, leases: LeaseSettings(c), worker: UUID()).probeLeaseMilliseconds == 120_000)
+        #expect(Heartbeater.Configuration(leases: LeaseSettings(c), registration: registration).probeLeaseMilliseconds == 120_000)
         // The default lease keeps the default probe lease.
-        #expect(Prober.Configuration(configuration(lease: .seconds(30)), worker: UUID()).probeLeaseMilliseconds == 30_000)
+        #expect(Prober.Configuration(configuration(lease: .seconds(30)), leases: LeaseSettings(configuration(lease: .seconds(30))), worker: UUID()).probeLeaseMilliseconds == 30_000)
     }
 
     /// Opens `destination`'s breaker with a 1 ms cooldown and one waiting job, so a probe is due at once.
@@ -68,7 +68,7 @@ import Testing
             try openBreaker(destination, on: db, policy: c.breakerPolicy)
             let worker = UUID()
             let intake = ProbeIntake()
-            let prober = Prober(configuration: .init(c, worker: worker), session: session(database), intake: intake,
+            let prober = Prober(configuration: .init(c, leases: LeaseSettings(c), worker: worker), session: session(database), intake: intake,
                                 logger: Logger(level: .error, sink: { _ in }))
             _ = prober.runOnce(now: .now)
             let probe = try #require(intake.probes.first, "the prober won the probe")
@@ -83,7 +83,7 @@ import Testing
             holder.probes = [(destination, probe.generation)]
             let registration = WorkersTable.Registration(id: worker, host: "test", pid: 1, queues: ["default"], concurrency: 1,
                                                          version: "test", heartbeatIntervalMilliseconds: 10_000)
-            let heartbeater = Heartbeater(configuration: .init(c, registration: registration), session: session(database), holder: holder)
+            let heartbeater = Heartbeater(configuration: .init(leases: LeaseSettings(c), registration: registration), session: session(database), holder: holder)
             _ = heartbeater.runOnce(now: .now)
             let renewed = try leasesLeft(destination, on: db)
             #expect(renewed.probe >= renewed.job - 0.5, "probe lease \(renewed.probe) s, job lease \(renewed.job) s after a renewal")

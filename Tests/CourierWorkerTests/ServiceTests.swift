@@ -122,7 +122,7 @@ import Testing
             let id = UUID()
             let registration = WorkersTable.Registration(id: id, host: "test", pid: 1, queues: ["default"], concurrency: 1,
                                                          version: "test", heartbeatIntervalMilliseconds: 1000)
-            let heartbeater = Heartbeater(configuration: .init(configuration(database), registration: registration),
+            let heartbeater = Heartbeater(configuration: .init(leases: LeaseSettings(configuration(database)), registration: registration),
                                           session: session(database), holder: holder)
             let job = try JobsTable.enqueue(EnqueueRequest(url: "http://127.0.0.1:9/a"), on: db)
             _ = try JobsTable.claim(queue: "default", limit: 1, worker: id, leaseMilliseconds: 1000, on: db)
@@ -223,7 +223,7 @@ extension ServiceTests {
             holder.probes = [(destination, generation)]
             let registration = WorkersTable.Registration(id: id, host: "test", pid: 1, queues: ["default"], concurrency: 1,
                                                          version: "test", heartbeatIntervalMilliseconds: 1000)
-            let heartbeater = Heartbeater(configuration: .init(config, registration: registration), session: session(database), holder: holder)
+            let heartbeater = Heartbeater(configuration: .init(leases: LeaseSettings(config), registration: registration), session: session(database), holder: holder)
             _ = heartbeater.runOnce(now: .now)
             let left = try db.query("""
                 select extract(epoch from probe_lease_until - now())::float8 from courier.breakers where destination = \(destination)

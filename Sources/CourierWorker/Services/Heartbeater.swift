@@ -31,11 +31,11 @@ final class Heartbeater: WorkerService, @unchecked Sendable {
         /// How often running jobs are checked for cancellation between renewals. Default 1 s.
         var cancelCheckInterval: Duration = .seconds(1)
 
-        init(_ c: WorkerConfiguration, registration: WorkersTable.Registration) {
+        init(leases: LeaseSettings, registration: WorkersTable.Registration) {
             self.registration = registration
-            leaseMilliseconds = Int(c.lease.milliseconds)
-            probeLeaseMilliseconds = Int64(c.probeLease.milliseconds)
-            interval = c.heartbeatInterval
+            leaseMilliseconds = leases.leaseMilliseconds
+            probeLeaseMilliseconds = leases.probeLeaseMilliseconds
+            interval = leases.heartbeatInterval
         }
     }
 

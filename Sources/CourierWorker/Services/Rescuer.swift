@@ -9,8 +9,8 @@ final class Rescuer: WorkerService, @unchecked Sendable {
         /// How often: a quarter of the lease, between 1 s and 15 s.
         var interval: Duration
 
-        init(_ c: WorkerConfiguration) {
-            interval = max(.seconds(1), min(c.lease / 4, .seconds(15)))
+        init(leases: LeaseSettings) {
+            interval = leases.rescueInterval
         }
     }
 

@@ -13,11 +13,11 @@ final class Prober: WorkerService, @unchecked Sendable {
         /// How often due probes are looked for. Default 250 ms.
         var interval: Duration = .milliseconds(250)
 
-        init(_ c: WorkerConfiguration, worker: UUID) {
+        init(_ c: WorkerConfiguration, leases: LeaseSettings, worker: UUID) {
             self.worker = worker
             queues = c.queues
-            leaseMilliseconds = Int(c.lease.milliseconds)
-            probeLeaseMilliseconds = Int64(c.probeLease.milliseconds)
+            leaseMilliseconds = leases.leaseMilliseconds
+            probeLeaseMilliseconds = leases.probeLeaseMilliseconds
         }
     }
 

@@ -19,8 +19,10 @@ final class Listener: WorkerService, @unchecked Sendable {
     let name = "courier-listen"
     let configuration: Configuration
     private let session: StoreSession
-    private let jobsArrived: @Sendable () -> Void
-    private let cancelAnnounced: @Sendable () -> Void
+    /// Called when jobs may have arrived (set by the service graph before the thread starts).
+    var jobsArrived: @Sendable () -> Void = {}
+    /// Called when a cancellation may have been announced (set by the service graph).
+    var cancelAnnounced: @Sendable () -> Void = {}
     private var connected = false
     private let listenURLGiven: Bool
     private let pollInterval: Duration
@@ -28,15 +30,12 @@ final class Listener: WorkerService, @unchecked Sendable {
     private var warnedPooled = false
 
     init(configuration: Configuration = Configuration(), session: StoreSession, listenURLGiven: Bool = false,
-         pollInterval: Duration = .seconds(1), logger: Logger? = nil,
-         jobsArrived: @escaping @Sendable () -> Void, cancelAnnounced: @escaping @Sendable () -> Void) {
+         pollInterval: Duration = .seconds(1), logger: Logger? = nil) {
         self.listenURLGiven = listenURLGiven
         self.pollInterval = pollInterval
         self.logger = logger
         self.configuration = configuration
         self.session = session
-        self.jobsArrived = jobsArrived
-        self.cancelAnnounced = cancelAnnounced
     }
 
     func runOnce(now: ContinuousClock.Instant) -> Duration {

@@ -46,12 +46,12 @@ final class Claimer: WorkerService, @unchecked Sendable {
         /// NOTIFY while another holds it (`courier.enqueue`, sql/schema/jobs.sql). Default 25 ms.
         var wakeFollowUp: Duration = .milliseconds(25)
 
-        init(_ c: WorkerConfiguration, worker: UUID) {
+        init(_ c: WorkerConfiguration, leases: LeaseSettings, worker: UUID) {
             self.worker = worker
             queues = c.queues
             claimBatch = c.claimBatch
             concurrency = c.concurrency
-            leaseMilliseconds = Int(c.lease.milliseconds)
+            leaseMilliseconds = leases.leaseMilliseconds
             pollInterval = c.pollInterval
             trigger = ClaimTrigger(claimBatch: c.claimBatch, concurrency: c.concurrency)
         }
@@ -87,6 +87,9 @@ final class Claimer: WorkerService, @unchecked Sendable {
     /// A claim failed with the connection: it may have committed, and its jobs be leased to
     /// this worker without the worker knowing. Looked into before the next claim.
     private var claimReplyLost = false
+    /// How soon a claimer whose claim lost its connection tries again (and so looks for the
+    /// leases that claim may have taken).
+    static let lostReplyRecheck: Duration = .milliseconds(100)
     /// Called once the schema is found complete (wakes the services that waited for it).
     var onSchemaReady: (@Sendable () -> Void)?
 
@@ -172,7 +175,9 @@ final class Claimer: WorkerService, @unchecked Sendable {
                 return .zero
             }
         }
-        return nextWait(now: now)
+        // A claim that lost its connection may have committed: look into it as soon as the
+        // session is back, not at the next poll.
+        return claimReplyLost ? min(Self.lostReplyRecheck, nextWait(now: now)) : nextWait(now: now)
     }
 
     func finish() { session.close() }
