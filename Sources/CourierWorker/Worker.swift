@@ -13,7 +13,7 @@ import Foundation
 /// connection (`ServiceBundle`): six connections in all (deploy/README.md, "Connection
 /// budget"). Jobs run as child tasks of one task group (`JobRunner`). Which jobs the
 /// worker holds, and how far a shutdown has come, is one value, `WorkerStateMachine`,
-/// changed only under `stateLock`.
+/// changed only inside `withState`.
 public final class Worker: @unchecked Sendable {
     public let id: UUID
     public let configuration: WorkerConfiguration
@@ -21,16 +21,13 @@ public final class Worker: @unchecked Sendable {
     let metrics: WorkerMetrics
     let clock: WorkerClock
 
-    private let handlersLock = NSLock()
-    private var handlers: [String: any JobHandler] = [:]
+    private let handlers: Locked<[String: any JobHandler]>
 
-    private let stateLock = NSLock()
-    private var state: WorkerStateMachine
+    private let state: Locked<WorkerStateMachine>
     /// Woken whenever a job finishes or a shutdown is asked for.
     let stateChanged = ThreadSignal()
 
-    private let randomLock = NSLock()
-    private var random: any RandomNumberGenerator
+    private let random: Locked<any RandomNumberGenerator>
 
     let outage: OutageTracker
     let runner = JobRunner()
@@ -60,8 +57,7 @@ public final class Worker: @unchecked Sendable {
     private var shutdownStarted = false
     private var fatalReason: String?
     /// The last job this worker refused because of its own configuration, and when.
-    let refusalLock = NSLock()
-    var lastLocalRefusal: (at: ContinuousClock.Instant, message: String)?
+    let lastLocalRefusal = Locked<(at: ContinuousClock.Instant, message: String)?>(nil)
 
     /// - Parameters:
     ///   - httpHandler: runs the built-in `http` kind (normally `HTTPJobHandler`); `noop` is
@@ -76,11 +72,12 @@ public final class Worker: @unchecked Sendable {
         self.logger = logger
         self.metrics = metrics
         self.clock = clock
-        self.random = random
+        self.random = Locked(random)
         self.outage = OutageTracker(logger: logger, now: clock.now)
-        self.state = WorkerStateMachine(concurrency: configuration.concurrency,
-                                        fence: LeaseFence(lease: configuration.lease, margin: configuration.leaseFenceMargin))
+        self.state = Locked(WorkerStateMachine(concurrency: configuration.concurrency,
+                                               fence: LeaseFence(lease: configuration.lease, margin: configuration.leaseFenceMargin)))
         heldBack = HeldBackDestinations(now: clock.instant)
+        var handlers: [String: any JobHandler] = [:]
         if var http = httpHandler as? HTTPJobHandler {
             // The built-in handler withholds requests whose destination became held back after the claim.
             http.heldBack = heldBack
@@ -89,15 +86,16 @@ public final class Worker: @unchecked Sendable {
             handlers["http"] = httpHandler
         }
         handlers["noop"] = NoopJobHandler()
+        self.handlers = Locked(handlers)
         composeServices()
     }
 
     /// Registers a handler for a job kind (enqueued with `courier.enqueue_job(kind, args)`). Call before `run`.
     public func register(kind: String, handler: any JobHandler) {
-        handlersLock.withLock { handlers[kind] = handler }
+        handlers.withLock { $0[kind] = handler }
     }
 
-    func handler(for kind: String) -> (any JobHandler)? { handlersLock.withLock { handlers[kind] } }
+    func handler(for kind: String) -> (any JobHandler)? { handlers.withLock { $0[kind] } }
 
     /// True once a graceful shutdown has begun.
     public var isStopping: Bool { withState { !$0.isRunning } }
@@ -120,11 +118,11 @@ public final class Worker: @unchecked Sendable {
     public var stateSnapshot: WorkerStateMachine { withState { $0 } }
 
     func withState<T>(_ body: (inout WorkerStateMachine) -> T) -> T {
-        stateLock.withLock { body(&state) }
+        state.withLock { body(&$0) }
     }
 
     func withRandom<T>(_ body: (inout any RandomNumberGenerator) -> T) -> T {
-        randomLock.withLock { body(&random) }
+        random.withLock { body(&$0) }
     }
 
     /// Runs until `shutdown()` (or SIGTERM/SIGINT via `ShutdownSignals`) and the
