@@ -10,8 +10,8 @@ import Foundation
 /// Heartbeater, Completer, Listener, TrafficKeeper and Claimer each on a thread and
 /// connection of its own; the light ones (BreakerReporter, StatsFlusher, Prober,
 /// SettingsRefresher, Rescuer, Pruner, Scheduler) in turn on one housekeeping thread and
-/// connection (`ServiceBundle`): six connections in all (deploy/README.md, "Connection
-/// budget"). Jobs run as child tasks of one task group (`JobRunner`). Which jobs the
+/// connection (`ServiceBundle`): six connections in all, listed in ``databaseConnections``
+/// (deploy/README.md, "Connection budget"). Jobs run as child tasks of one task group (`JobRunner`). Which jobs the
 /// worker holds, and how far a shutdown has come, is one value, `WorkerStateMachine`,
 /// changed only inside `withState`.
 public final class Worker: @unchecked Sendable {
@@ -278,6 +278,19 @@ public final class Worker: @unchecked Sendable {
 
     var heartbeaterThread: ServiceThread { threads[heartbeater.name]! }
     var claimerThread: ServiceThread { threads[claimer.name]! }
+
+    /// The database connections one worker holds, whatever its concurrency: one per service
+    /// thread, named by that thread, in start order (the heartbeater, completer, listener,
+    /// housekeeping bundle, traffic keeper and claimer). The light services take turns on
+    /// the housekeeping thread's connection. The metrics endpoint, when on, opens one more.
+    /// deploy/README.md ("Connection budget") and docs/ state this count; tests hold them,
+    /// `composeServices` and the live backends to it.
+    public static let databaseConnections = [
+        "courier-heartbeat", "courier-ack", "courier-listen", "courier-housekeep", "courier-traffic", "courier-claim",
+    ]
+
+    /// The service threads `composeServices` built, in start order; each owns one connection.
+    var serviceThreadNames: [String] { startOrder.map(\.service.name) }
 
     /// Builds the services, each with its own session and thread.
     private func composeServices() {
