@@ -1,10 +1,26 @@
 /// Whether bytes are one JSON text (RFC 8259): any value at the top, blanks around it, an
 /// optional UTF-8 byte order mark first. It only checks the grammar: no value is built, so a
 /// large body costs one pass over its bytes (the worker asks this of every request body
-/// without a Content-Type, and of every response body expected to be JSON).
+/// without a Content-Type, and of every response body expected to be JSON). It is Courier's
+/// one JSON scanner: the NDJSON reader of `jobctl enqueue --ndjson` checks each value with
+/// ``valueEnd(in:from:to:enclosingDepth:checkingUTF8:)``.
 public enum JSONSyntax {
-    /// Containers nested deeper than this are refused, as parsers commonly do.
+    /// Containers nested deeper than this are refused, as parsers commonly do. Levels count
+    /// from the outermost container, which is level 1.
     public static let maximumDepth = 512
+
+    /// Why bytes are not JSON: where reading stopped and what it expected there.
+    public struct Refusal: Error, Sendable, Equatable {
+        /// Offset from the start of the buffer given.
+        public var offset: Int
+        /// What would have been valid there, in words ("a value", "',' or ']'", ...).
+        public var expected: String
+
+        public init(offset: Int, expected: String) {
+            self.offset = offset
+            self.expected = expected
+        }
+    }
 
     public static func isValid(_ bytes: some Collection<UInt8>) -> Bool {
         if let answer = bytes.withContiguousStorageIfAvailable(scan) { return answer }
@@ -16,20 +32,48 @@ public enum JSONSyntax {
         return text.withUTF8(scan)
     }
 
+    /// Checks the one JSON value that starts at `start` in `bytes[..<end]` (no blanks before
+    /// it) and returns the offset just past it, or where and why it is not JSON.
+    /// - Parameters:
+    ///   - enclosingDepth: containers already open around the value; they count toward
+    ///     ``maximumDepth``.
+    ///   - checkingUTF8: false leaves bytes above 0x7F inside strings unchecked, for a caller
+    ///     that validates the text once when it takes it out.
+    public static func valueEnd(in bytes: UnsafeBufferPointer<UInt8>, from start: Int, to end: Int, enclosingDepth: Int = 0,
+                                checkingUTF8: Bool = true) -> Result<Int, Refusal> {
+        var scanner = Scanner(bytes: UnsafeBufferPointer(rebasing: bytes[start..<end]), enclosingDepth: enclosingDepth,
+                              checksUTF8: checkingUTF8)
+        guard scanner.walk() else { return .failure(Refusal(offset: start + scanner.at, expected: scanner.expected)) }
+        return .success(start + scanner.at)
+    }
+
     private static func scan(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         var scanner = Scanner(bytes: bytes)
+        if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { scanner.at = 3 }
         return scanner.document()
     }
 
     private struct Scanner {
         let bytes: UnsafeBufferPointer<UInt8>
+        /// Containers open around the bytes, counted toward the depth bound.
+        let enclosingDepth: Int
+        let checksUTF8: Bool
         var at = 0
         /// Open containers, innermost last: true for an object.
         var open: [Bool] = []
+        /// What was expected where scanning stopped (set on refusal).
+        var expected = "a value"
 
-        init(bytes: UnsafeBufferPointer<UInt8>) {
+        init(bytes: UnsafeBufferPointer<UInt8>, enclosingDepth: Int = 0, checksUTF8: Bool = true) {
             self.bytes = bytes
-            if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { at = 3 }
+            self.enclosingDepth = enclosingDepth
+            self.checksUTF8 = checksUTF8
+        }
+
+        /// Records what was expected here; always false, to return.
+        mutating func refuse(_ what: String) -> Bool {
+            expected = what
+            return false
         }
 
         var current: UInt8? { at < bytes.count ? bytes[at] : nil }
@@ -44,10 +88,17 @@ public enum JSONSyntax {
             return true
         }
 
-        /// One value, then only blanks. Containers are walked with an explicit stack, so
-        /// deep nesting costs no recursion.
+        /// One value, then only blanks.
         mutating func document() -> Bool {
             skipBlanks()
+            guard walk() else { return false }
+            skipBlanks()
+            return at == bytes.count || refuse("the end after the value")
+        }
+
+        /// One whole value. Containers are walked with an explicit stack, so deep nesting
+        /// costs no recursion.
+        mutating func walk() -> Bool {
             guard value() else { return false }
             while !open.isEmpty {
                 skipBlanks()
@@ -56,19 +107,19 @@ public enum JSONSyntax {
                     open.removeLast()
                     continue
                 }
-                guard take(UInt8(ascii: ",")) else { return false }
+                guard take(UInt8(ascii: ",")) else { return refuse(inObject ? "',' or '}'" : "',' or ']'") }
                 skipBlanks()
                 if inObject { guard member() else { return false } } else { guard value() else { return false } }
             }
-            skipBlanks()
-            return at == bytes.count
+            return true
         }
 
         /// `"name": ` then a value.
         mutating func member() -> Bool {
+            guard current == UInt8(ascii: "\"") else { return refuse("a member name in double quotes") }
             guard string() else { return false }
             skipBlanks()
-            guard take(UInt8(ascii: ":")) else { return false }
+            guard take(UInt8(ascii: ":")) else { return refuse("':' after a member name") }
             skipBlanks()
             return value()
         }
@@ -80,7 +131,9 @@ public enum JSONSyntax {
             case UInt8(ascii: "{"), UInt8(ascii: "["):
                 let isObject = current == UInt8(ascii: "{")
                 at += 1
-                guard open.count < JSONSyntax.maximumDepth else { return false }
+                guard enclosingDepth + open.count < JSONSyntax.maximumDepth else {
+                    return refuse("at most \(JSONSyntax.maximumDepth) levels of nesting")
+                }
                 skipBlanks()
                 if take(isObject ? UInt8(ascii: "}") : UInt8(ascii: "]")) { return true }
                 open.append(isObject)
@@ -95,8 +148,8 @@ public enum JSONSyntax {
 
         mutating func literal(_ word: StaticString) -> Bool {
             let count = word.utf8CodeUnitCount
-            guard at + count <= bytes.count else { return false }
-            for offset in 0..<count where bytes[at + offset] != word.utf8Start[offset] { return false }
+            guard at + count <= bytes.count else { return refuse("a value") }
+            for offset in 0..<count where bytes[at + offset] != word.utf8Start[offset] { return refuse("a value") }
             at += count
             return true
         }
@@ -109,35 +162,37 @@ public enum JSONSyntax {
 
         /// `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`
         mutating func number() -> Bool {
-            _ = take(UInt8(ascii: "-"))
+            let signed = take(UInt8(ascii: "-"))
             if take(UInt8(ascii: "0")) {
                 // No leading zeros.
             } else {
-                guard let first = current, first >= UInt8(ascii: "1"), first <= UInt8(ascii: "9") else { return false }
+                guard let first = current, first >= UInt8(ascii: "1"), first <= UInt8(ascii: "9") else {
+                    return refuse(signed ? "a digit" : "a value")
+                }
                 _ = digits()
             }
-            if take(UInt8(ascii: ".")) { guard digits() else { return false } }
+            if take(UInt8(ascii: ".")) { guard digits() else { return refuse("a digit after '.'") } }
             if take(UInt8(ascii: "e")) || take(UInt8(ascii: "E")) {
                 if !take(UInt8(ascii: "+")) { _ = take(UInt8(ascii: "-")) }
-                guard digits() else { return false }
+                guard digits() else { return refuse("a digit in the exponent") }
             }
             return true
         }
 
         /// A string: no raw control characters, only JSON's escapes, well-formed UTF-8.
         mutating func string() -> Bool {
-            guard take(UInt8(ascii: "\"")) else { return false }
+            guard take(UInt8(ascii: "\"")) else { return refuse("a value") }
             while let byte = current {
                 at += 1
                 switch byte {
                 case UInt8(ascii: "\""): return true
-                case UInt8(ascii: "\\"): guard escape() else { return false }
-                case 0x00..<0x20: return false
-                case 0x80...: guard multibyte(lead: byte) else { return false }
+                case UInt8(ascii: "\\"): guard escape() else { return refuse("a valid escape after '\\'") }
+                case 0x00..<0x20: return refuse("no raw control characters inside a string (write them as escapes)")
+                case 0x80... where checksUTF8: guard multibyte(lead: byte) else { return refuse("valid UTF-8") }
                 default: break
                 }
             }
-            return false
+            return refuse("the closing '\"' of a string")
         }
 
         /// After a backslash: one of `"\/bfnrt`, or `u` and four hex digits.

@@ -1,8 +1,12 @@
+import CourierCore
+
 /// A strict JSON reader (RFC 8259) for the one-object lines of an NDJSON bulk file.
 ///
 /// It reads the members of an object and keeps nested objects and arrays as their
 /// raw text (after checking them), so a JSON `body` is stored exactly as written and
-/// nothing is decoded that is not needed. Foundation's `JSONSerialization` built a
+/// nothing is decoded that is not needed. Each member's value is checked by
+/// ``JSONSyntax`` (Courier's one JSON scanner, and its one depth bound); this type reads
+/// only the outer object's punctuation and decodes strings. Foundation's `JSONSerialization` built a
 /// dictionary of boxed values per line and was most of `jobctl enqueue --ndjson`'s
 /// parse time (bench/notes.md, "Where the time goes").
 struct JSONLineReader {
@@ -21,9 +25,6 @@ struct JSONLineReader {
         var offset: Int
         var expected: String
     }
-
-    /// Deeper nesting is refused rather than risking the stack on hostile input.
-    static let maximumDepth = 256
 
     private let bytes: UnsafeBufferPointer<UInt8>
     private var index: Int
@@ -89,85 +90,23 @@ struct JSONLineReader {
 
     // MARK: - Values
 
+    /// Reads the value at the current index, checked by ``JSONSyntax``; `depth`: the
+    /// containers open around it.
     private mutating func readValue(depth: Int) throws(SyntaxError) -> Value {
         skipSpace()
-        guard index < end else { throw fail("a value") }
         let start = index
-        switch bytes[index] {
-        case UInt8(ascii: "\""):
-            return .string(try readString())
-        case UInt8(ascii: "{"):
-            try skipContainer(depth: depth + 1)
-            return .object(start..<index)
-        case UInt8(ascii: "["):
-            try skipContainer(depth: depth + 1)
-            return .array(start..<index)
-        case UInt8(ascii: "t"):
-            try consumeWord("true")
-            return .bool(true)
-        case UInt8(ascii: "f"):
-            try consumeWord("false")
-            return .bool(false)
-        case UInt8(ascii: "n"):
-            try consumeWord("null")
-            return .null
-        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
-            try skipNumber()
-            return .number(start..<index)
-        default:
-            throw fail("a value")
+        switch JSONSyntax.valueEnd(in: bytes, from: start, to: end, enclosingDepth: depth, checkingUTF8: false) {
+        case .failure(let refusal): throw SyntaxError(offset: refusal.offset, expected: refusal.expected)
+        case .success(let after): index = after
         }
-    }
-
-    /// Checks an object or array and moves past it.
-    private mutating func skipContainer(depth: Int) throws(SyntaxError) {
-        guard depth <= Self.maximumDepth else { throw fail("at most \(Self.maximumDepth) levels of nesting") }
-        let isObject = bytes[index] == UInt8(ascii: "{")
-        let close = isObject ? UInt8(ascii: "}") : UInt8(ascii: "]")
-        index += 1
-        skipSpace()
-        if index < end, bytes[index] == close { index += 1; return }
-        while true {
-            if isObject {
-                skipSpace()
-                guard index < end, bytes[index] == UInt8(ascii: "\"") else { throw fail("a member name in double quotes") }
-                try skipString()
-                skipSpace()
-                try consume(UInt8(ascii: ":"), expected: "':' after a member name")
-            }
-            skipSpace()
-            if index < end, bytes[index] == UInt8(ascii: "{") || bytes[index] == UInt8(ascii: "[") {
-                try skipContainer(depth: depth + 1)
-            } else if index < end, bytes[index] == UInt8(ascii: "\"") {
-                try skipString()
-            } else {
-                _ = try readValue(depth: depth)
-            }
-            skipSpace()
-            if index < end, bytes[index] == UInt8(ascii: ",") { index += 1; continue }
-            try consume(close, expected: isObject ? "',' or '}'" : "',' or ']'")
-            return
-        }
-    }
-
-    private mutating func skipNumber() throws(SyntaxError) {
-        if bytes[index] == UInt8(ascii: "-") { index += 1 }
-        guard index < end, isDigit(bytes[index]) else { throw fail("a digit") }
-        if bytes[index] == UInt8(ascii: "0") {
-            index += 1
-        } else {
-            while index < end, isDigit(bytes[index]) { index += 1 }
-        }
-        if index < end, bytes[index] == UInt8(ascii: ".") {
-            index += 1
-            guard index < end, isDigit(bytes[index]) else { throw fail("a digit after '.'") }
-            while index < end, isDigit(bytes[index]) { index += 1 }
-        }
-        if index < end, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
-            index += 1
-            if index < end, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") { index += 1 }
-            guard index < end, isDigit(bytes[index]) else { throw fail("a digit in the exponent") }
-            while index < end, isDigit(bytes[index]) { index += 1 }
+        switch bytes[start] {
+        case UInt8(ascii: "\""): return .string(try decodeString(start..<index))
+        case UInt8(ascii: "{"): return .object(start..<index)
+        case UInt8(ascii: "["): return .array(start..<index)
+        case UInt8(ascii: "t"): return .bool(true)
+        case UInt8(ascii: "f"): return .bool(false)
+        case UInt8(ascii: "n"): return .null
+        default: return .number(start..<index)
         }
     }
 
@@ -175,9 +114,20 @@ struct JSONLineReader {
 
     /// Reads a string starting at its opening quote and decodes its escapes.
     private mutating func readString() throws(SyntaxError) -> String {
-        let start = index + 1
-        let hasEscapes = try skipString()
-        let content = start..<(index - 1)
+        guard case .string(let text) = try readValue(depth: 0) else { throw fail("a string") }
+        return text
+    }
+
+    /// Decodes the string at `range` (quotes included), which ``JSONSyntax`` has checked:
+    /// its escapes are well formed; its UTF-8 is checked here.
+    private func decodeString(_ range: Range<Int>) throws(SyntaxError) -> String {
+        let start = range.lowerBound + 1
+        let content = start..<(range.upperBound - 1)
+        var hasEscapes = false
+        for position in content where bytes[position] == UInt8(ascii: "\\") {
+            hasEscapes = true
+            break
+        }
         if !hasEscapes {
             guard let text = text(content) else { throw SyntaxError(offset: start, expected: "valid UTF-8") }
             return text
@@ -200,7 +150,7 @@ struct JSONLineReader {
                 var scalar = UInt32(hex4(at: i))
                 i += 4
                 if (0xD800...0xDBFF).contains(scalar) {
-                    // skipString checked that a low surrogate follows.
+                    // JSONSyntax checked that a low surrogate follows.
                     let low = UInt32(hex4(at: i + 2))
                     scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
                     i += 6
@@ -211,41 +161,6 @@ struct JSONLineReader {
         }
         guard let text = String(validating: decoded, as: UTF8.self) else { throw SyntaxError(offset: start, expected: "valid UTF-8") }
         return text
-    }
-
-    /// Moves past a string starting at its opening quote, checking its escapes and that
-    /// it holds no raw control characters. Returns whether it had escapes.
-    @discardableResult
-    private mutating func skipString() throws(SyntaxError) -> Bool {
-        index += 1
-        var hasEscapes = false
-        while index < end {
-            let byte = bytes[index]
-            if byte == UInt8(ascii: "\"") { index += 1; return hasEscapes }
-            if byte < 0x20 { throw fail("no raw control characters inside a string (write them as escapes)") }
-            if byte != UInt8(ascii: "\\") { index += 1; continue }
-            hasEscapes = true
-            guard index + 1 < end else { throw fail("an escape after '\\'") }
-            switch bytes[index + 1] {
-            case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"), UInt8(ascii: "b"), UInt8(ascii: "f"),
-                 UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
-                index += 2
-            case UInt8(ascii: "u"):
-                guard let unit = hex4Checked(at: index + 2) else { throw fail("four hex digits after \\u") }
-                index += 6
-                if (0xDC00...0xDFFF).contains(unit) { throw fail("a high surrogate before a low one") }
-                if (0xD800...0xDBFF).contains(unit) {
-                    guard index + 1 < end, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u"),
-                          let low = hex4Checked(at: index + 2), (0xDC00...0xDFFF).contains(low) else {
-                        throw fail("a low surrogate after a high one")
-                    }
-                    index += 6
-                }
-            default:
-                throw fail("a valid escape after '\\'")
-            }
-        }
-        throw fail("the closing '\"' of a string")
     }
 
     private func hex4Checked(at position: Int) -> UInt16? {
@@ -271,8 +186,6 @@ struct JSONLineReader {
 
     // MARK: - Small steps
 
-    private func isDigit(_ byte: UInt8) -> Bool { byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") }
-
     private mutating func skipSpace() {
         while index < end {
             switch bytes[index] {
@@ -285,15 +198,6 @@ struct JSONLineReader {
     private mutating func consume(_ byte: UInt8, expected: String) throws(SyntaxError) {
         guard index < end, bytes[index] == byte else { throw fail(expected) }
         index += 1
-    }
-
-    private mutating func consumeWord(_ word: StaticString) throws(SyntaxError) {
-        let count = word.utf8CodeUnitCount
-        guard index + count <= end else { throw fail("a value") }
-        for offset in 0..<count where bytes[index + offset] != word.utf8Start[offset] {
-            throw fail("a value")
-        }
-        index += count
     }
 
     private mutating func expectEnd() throws(SyntaxError) {

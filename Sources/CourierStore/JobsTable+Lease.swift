@@ -149,19 +149,6 @@ extension JobsTable {
             """).rows.map { try $0.decode(0, as: Int64.self) }
     }
 
-    /// Extends the leases `worker` holds on `ids`. Returns the ids among them whose
-    /// cancellation an operator has requested.
-    public static func extendLeases(ids: [Int64], worker: UUID, leaseMilliseconds: Int,
-                                    on connection: PostgresConnection) throws -> [Int64] {
-        guard !ids.isEmpty else { return [] }
-        return try connection.query("""
-            update courier.jobs
-            set lease_expires_at = now() + \(leaseMilliseconds) * interval '1 millisecond'
-            where id = any(\(ids)) and leased_by = \(worker)
-            returning id, cancel_requested_at is not null
-            """).rows.compactMap { row in try row.decode(1, as: Bool.self) ? try row.decode(0, as: Int64.self) : nil }
-    }
-
     /// Ids of jobs leased to `worker` whose cancellation has been requested.
     public static func cancelRequested(worker: UUID, on connection: PostgresConnection) throws -> [Int64] {
         try connection.query("""
@@ -271,20 +258,6 @@ extension JobsTable {
             select (select count(*) from requeued)::bigint, (select count(*) from dead)::bigint
             """)
         return rescue
-    }
-
-    /// Releases jobs still held for a destination whose breaker is no longer open (its
-    /// row was reset or deleted by hand, say). Normally the closing transition releases
-    /// them; this is the safety net. Returns how many were released.
-    @discardableResult
-    public static func releaseStaleHolds(on connection: PostgresConnection) throws -> Int {
-        let released = try connection.execute("""
-            update courier.jobs j set held_since = null
-            where j.held_since is not null
-              and not exists (select 1 from courier.breakers b where b.destination = j.destination and b.state <> 'closed')
-            """)
-        if released > 0 { try connection.query("select pg_notify('courier_jobs', '')") }
-        return released
     }
 
     /// Deletes one batch of succeeded-job records older than the retention, oldest first

@@ -10,7 +10,7 @@ extension Worker {
     func refuseHere(_ job: ClaimedJob, _ classification: Classification, probeGeneration: Int64?) -> Bool {
         let decision = LocalRefusal.decide(deadline: job.deadline, createdAt: job.createdAt, now: clock.now())
         metrics.recordLocalRefusal()
-        refusalLock.withLock { lastLocalRefusal = (clock.instant(), classification.message) }
+        lastLocalRefusal.withLock { $0 = (clock.instant(), classification.message) }
         if let probeGeneration {
             // The destination was not tried: the probe says nothing about it.
             acknowledge(.probeAbandon(destination: job.destination, generation: probeGeneration))
@@ -35,8 +35,8 @@ extension Worker {
     /// refused a job because of its configuration within ``LocalRefusal/degradedFor``.
     public var degradedReason: String? {
         let now = clock.instant()
-        return refusalLock.withLock {
-            guard let last = lastLocalRefusal, now - last.at < LocalRefusal.degradedFor else { return nil }
+        return lastLocalRefusal.withLock { last in
+            guard let last, now - last.at < LocalRefusal.degradedFor else { return nil }
             return last.message
         }
     }

@@ -11,10 +11,10 @@ import Foundation
 /// Heartbeater, Completer, Listener, TrafficKeeper and Claimer each on a thread and
 /// connection of its own; the light ones (BreakerReporter, StatsFlusher, Prober,
 /// SettingsRefresher, Rescuer, Pruner, Scheduler) in turn on one housekeeping thread and
-/// connection (`ServiceBundle`): six connections in all (deploy/README.md, "Connection
-/// budget"). Jobs run as child tasks of one task group (`JobRunner`). Which jobs the
+/// connection (`ServiceBundle`): six connections in all, listed in ``databaseConnections``
+/// (deploy/README.md, "Connection budget"). Jobs run as child tasks of one task group (`JobRunner`). Which jobs the
 /// worker holds, and how far a shutdown has come, is one value, `WorkerStateMachine`,
-/// changed only under `stateLock`.
+/// changed only inside `withState`.
 public final class Worker: @unchecked Sendable {
     public let id: UUID
     public let configuration: WorkerConfiguration
@@ -24,16 +24,13 @@ public final class Worker: @unchecked Sendable {
     let metrics: WorkerMetrics
     let clock: WorkerClock
 
-    private let handlersLock = NSLock()
-    private var handlers: [String: any JobHandler] = [:]
+    private let handlers: Locked<[String: any JobHandler]>
 
-    private let stateLock = NSLock()
-    private var state: WorkerStateMachine
+    private let state: Locked<WorkerStateMachine>
     /// Woken whenever a job finishes or a shutdown is asked for.
     let stateChanged = ThreadSignal()
 
-    private let randomLock = NSLock()
-    private var random: any RandomNumberGenerator
+    private let random: Locked<any RandomNumberGenerator>
 
     let outage: OutageTracker
     let runner = JobRunner()
@@ -67,8 +64,7 @@ public final class Worker: @unchecked Sendable {
     private var shutdownStarted = false
     private var fatalReason: String?
     /// The last job this worker refused because of its own configuration, and when.
-    let refusalLock = NSLock()
-    var lastLocalRefusal: (at: ContinuousClock.Instant, message: String)?
+    let lastLocalRefusal = Locked<(at: ContinuousClock.Instant, message: String)?>(nil)
 
     /// - Parameters:
     ///   - httpHandler: runs the built-in `http` kind (normally `HTTPJobHandler`); `noop` is
@@ -84,11 +80,11 @@ public final class Worker: @unchecked Sendable {
         self.logger = logger
         self.metrics = metrics
         self.clock = clock
-        self.random = random
+        self.random = Locked(random)
         self.outage = OutageTracker(logger: logger, now: clock.now)
-        self.state = WorkerStateMachine(concurrency: configuration.concurrency,
-                                        fence: leases.fence)
+        self.state = Locked(WorkerStateMachine(concurrency: configuration.concurrency, fence: leases.fence))
         heldBack = HeldBackDestinations(now: clock.instant)
+        var handlers: [String: any JobHandler] = [:]
         if var http = httpHandler as? HTTPJobHandler {
             // The built-in handler withholds requests whose destination became held back after the claim.
             http.heldBack = heldBack
@@ -97,6 +93,7 @@ public final class Worker: @unchecked Sendable {
             handlers["http"] = httpHandler
         }
         handlers["noop"] = NoopJobHandler()
+        self.handlers = Locked(handlers)
         let graph = makeServiceGraph()
         serviceGraph = graph
         // Every service but the claimer (which checks the schema) and the listener waits for the schema.
@@ -105,10 +102,10 @@ public final class Worker: @unchecked Sendable {
 
     /// Registers a handler for a job kind (enqueued with `courier.enqueue_job(kind, args)`). Call before `run`.
     public func register(kind: String, handler: any JobHandler) {
-        handlersLock.withLock { handlers[kind] = handler }
+        handlers.withLock { $0[kind] = handler }
     }
 
-    func handler(for kind: String) -> (any JobHandler)? { handlersLock.withLock { handlers[kind] } }
+    func handler(for kind: String) -> (any JobHandler)? { handlers.withLock { $0[kind] } }
 
     /// True once a graceful shutdown has begun.
     public var isStopping: Bool { withState { !$0.isRunning } }
@@ -131,11 +128,11 @@ public final class Worker: @unchecked Sendable {
     public var stateSnapshot: WorkerStateMachine { withState { $0 } }
 
     func withState<T>(_ body: (inout WorkerStateMachine) -> T) -> T {
-        stateLock.withLock { body(&state) }
+        state.withLock { body(&$0) }
     }
 
     func withRandom<T>(_ body: (inout any RandomNumberGenerator) -> T) -> T {
-        randomLock.withLock { body(&random) }
+        random.withLock { body(&$0) }
     }
 
     /// Runs until `shutdown()` (or SIGTERM/SIGINT via `ShutdownSignals`) and the
@@ -282,6 +279,19 @@ public final class Worker: @unchecked Sendable {
     }
 
     var claimerThread: ServiceThread { services[claimer.name] }
+
+    /// The database connections one worker holds, whatever its concurrency: one per service
+    /// thread, named by that thread, in start order (the heartbeater, completer, listener,
+    /// housekeeping bundle, traffic keeper and claimer). The light services take turns on
+    /// the housekeeping thread's connection. The metrics endpoint, when on, opens one more.
+    /// deploy/README.md ("Connection budget") and docs/ state this count; tests hold them,
+    /// the service graph and the live backends to it.
+    public static let databaseConnections = [
+        "courier-heartbeat", "courier-ack", "courier-listen", "courier-housekeep", "courier-traffic", "courier-claim",
+    ]
+
+    /// The service threads the graph built, in start order; each owns one connection.
+    var serviceThreadNames: [String] { services.all.map(\.service.name) }
 }
 
 extension Worker: JobIntake {

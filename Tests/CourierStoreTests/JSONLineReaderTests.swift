@@ -102,7 +102,7 @@ import Testing
     }
 
     @Test func deepNestingIsRefusedNotRecursedInto() throws {
-        let depth = JSONLineReader.maximumDepth + 10
+        let depth = JSONSyntax.maximumDepth + 10
         let line = #"{"url":"https://e.com","body":"# + String(repeating: "[", count: depth)
             + String(repeating: "]", count: depth) + "}"
         let error = #expect(throws: ValidationError.self) { try EnqueueRequest(jsonLine: line) }
@@ -110,6 +110,21 @@ import Testing
         #expect(error?.message.contains("levels of nesting") == true)
         let fine = #"{"url":"https://e.com","body":"# + String(repeating: "[", count: 100) + String(repeating: "]", count: 100) + "}"
         #expect(try EnqueueRequest(jsonLine: fine).body?.utf8.count == 200)
+    }
+
+    /// The worker's body check (`JSONSyntax.isValid`) and the NDJSON reader refuse the same
+    /// depth: one bound, counted from the line's own object as level 1.
+    @Test func bothJSONPathsRefuseTheSameDepth() throws {
+        func line(levels: Int) -> String {
+            let inner = levels - 1   // the line's object is the first level
+            return #"{"url":"https://e.com","body":"# + String(repeating: "[", count: inner) + String(repeating: "]", count: inner) + "}"
+        }
+        let deepest = line(levels: JSONSyntax.maximumDepth), tooDeep = line(levels: JSONSyntax.maximumDepth + 1)
+        #expect(JSONSyntax.isValid(deepest))
+        #expect(try EnqueueRequest(jsonLine: deepest).body?.utf8.count == 2 * (JSONSyntax.maximumDepth - 1))
+        #expect(!JSONSyntax.isValid(tooDeep))
+        let error = #expect(throws: ValidationError.self) { try EnqueueRequest(jsonLine: tooDeep) }
+        #expect(error?.message.contains("at most \(JSONSyntax.maximumDepth) levels of nesting") == true)
     }
 
     @Test func wholeNumbersInAnyJSONSpellingAreIntegers() throws {

@@ -175,17 +175,18 @@ import Testing
         }
     }
 
-    @Test func leasesExtendAndReportCancellation() throws {
+    @Test func leasesRenewAndReportCancellation() throws {
         try CourierTestDatabase.with { (_, db) throws in
             let ids = try enqueue(db, 2)
-            _ = try JobsTable.claim(queue: "default", limit: 2, worker: workerA, leaseMilliseconds: 1_000, on: db)
+            let jobs = try JobsTable.claim(queue: "default", limit: 2, worker: workerA, leaseMilliseconds: 1_000, on: db)
+            let leases = jobs.map { (id: $0.id, lease: $0.lease) }
             let outcomes = try JobsTable.cancel(ids: [ids[0]], on: db)
             #expect(outcomes.first?.outcome == .cancelRequested)
-            let cancelled = try JobsTable.extendLeases(ids: ids, worker: workerA, leaseMilliseconds: 60_000, on: db)
-            #expect(cancelled == [ids[0]])
+            let renewal = try JobsTable.renewLeases(leases, worker: workerA, leaseMilliseconds: 60_000, on: db)
+            #expect(renewal.cancelled == [ids[0]])
             let left = try db.query("select min(lease_expires_at - now()) > interval '50 seconds' from courier.jobs").rows[0].decode(0, as: Bool.self)
             #expect(left)
-            #expect(try JobsTable.extendLeases(ids: ids, worker: workerB, leaseMilliseconds: 60_000, on: db).isEmpty)
+            #expect(try JobsTable.renewLeases(leases, worker: workerB, leaseMilliseconds: 60_000, on: db).renewed.isEmpty)
             #expect(try JobsTable.cancelRequested(worker: workerA, on: db) == [ids[0]])
         }
     }

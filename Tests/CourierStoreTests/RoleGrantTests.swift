@@ -137,7 +137,6 @@ import Testing
                                             heartbeatIntervalMilliseconds: 1000), on: connection)
             let jobs = try JobsTable.claim(queue: "default", limit: 10, worker: worker, leaseMilliseconds: 30_000, on: connection)
             #expect(jobs.count == 1)
-            #expect(try JobsTable.extendLeases(ids: jobs.map(\.id), worker: worker, leaseMilliseconds: 30_000, on: connection).isEmpty)
             #expect(try JobsTable.renewLeases(jobs.map { ($0.id, $0.lease) }, worker: worker, leaseMilliseconds: 30_000,
                                               on: connection).renewed.count == 1)
             _ = try BreakersTable.pruneEvents(olderThanMilliseconds: 1000, on: connection)

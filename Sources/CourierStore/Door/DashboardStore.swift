@@ -22,8 +22,7 @@ public final class DashboardStore: @unchecked Sendable {
     }
 
     private let configuration: Configuration
-    private let lock = NSLock()
-    private var idle: [PostgresConnection] = []
+    private let idle = Locked<[PostgresConnection]>([])
 
     public init(_ configuration: Configuration) {
         self.configuration = configuration
@@ -31,7 +30,7 @@ public final class DashboardStore: @unchecked Sendable {
 
     /// Closes the idle connections.
     public func close() {
-        lock.withLock {
+        idle.withLock { idle in
             idle.forEach { $0.close() }
             idle.removeAll()
         }
@@ -43,7 +42,7 @@ public final class DashboardStore: @unchecked Sendable {
     }
 
     private func with<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
-        var connection = lock.withLock { idle.popLast() }
+        var connection = idle.withLock { $0.popLast() }
         do {
             if connection == nil || connection?.isConnected == false {
                 connection?.close()
@@ -57,13 +56,13 @@ public final class DashboardStore: @unchecked Sendable {
             }
             let value = try body(connection!)
             let live = connection!
-            lock.withLock {
+            idle.withLock { idle in
                 if idle.count < configuration.connections { idle.append(live) } else { live.close() }
             }
             return value
         } catch {
             if let connection, connection.isConnected {
-                lock.withLock { if idle.count < configuration.connections { idle.append(connection) } else { connection.close() } }
+                idle.withLock { idle in if idle.count < configuration.connections { idle.append(connection) } else { connection.close() } }
             } else {
                 connection?.close()
             }

@@ -8,7 +8,6 @@ import Postgres
 /// Errors thrown are `StoreError`s (see `StoreSession.run`).
 public protocol WorkerStore {
     // Jobs: leasing, renewal, results.
-    func jobsClaim(queue: String, limit: Int, worker: UUID, leaseMilliseconds: Int) throws -> [ClaimedJob]
     /// The plain claim started after `position` (nil: from the start); says where it stopped.
     func jobsClaim(queue: String, limit: Int, worker: UUID, leaseMilliseconds: Int, after position: ClaimPosition?) throws -> ClaimBatch
     /// Claims jobs of destinations with a traffic policy, within their limits (see `JobsTable.claimGated`).
@@ -22,8 +21,6 @@ public protocol WorkerStore {
     func destinationsTraffic() throws -> [DestinationsTable.Traffic]
     func jobClaimProbe(destination: String, generation: Int64, queues: [String], worker: UUID,
                        leaseMilliseconds: Int) throws -> ClaimedJob?
-    /// Renews the leases this worker holds; returns the ids an operator asked to cancel.
-    func jobsExtendLeases(ids: [Int64], worker: UUID, leaseMilliseconds: Int) throws -> [Int64]
     /// Renews exactly these (id, lease token) leases, locked in id order; says which it renewed.
     func jobsRenewLeases(_ leases: [(id: Int64, lease: Int64)], worker: UUID, leaseMilliseconds: Int) throws -> JobsTable.LeaseRenewal
     func jobsCancelRequested(worker: UUID) throws -> [Int64]
@@ -36,8 +33,6 @@ public protocol WorkerStore {
     /// Hands jobs back without using their attempt, due no sooner than now + `notBeforeMilliseconds`.
     func jobsHandBack(ids: [Int64], leases: [Int64], worker: UUID, notBeforeMilliseconds: Int64) throws -> [Int64]
     func jobsRescueExpired() throws -> JobsTable.RescueResult
-    func jobsReleaseStaleHolds() throws -> Int
-    func completedJobsPrune(olderThanMilliseconds: Int64) throws -> Int
     /// One bounded batch (oldest first, `SKIP LOCKED`) of each prune; a full batch means more is due.
     func completedJobsPrune(olderThanMilliseconds: Int64, batch: Int) throws -> Int
     func breakerEventsPrune(olderThanMilliseconds: Int64, batch: Int) throws -> Int
@@ -68,7 +63,6 @@ public protocol WorkerStore {
     func attemptStatsAdd(_ counts: [AttemptStatsTable.Key: AttemptStatsTable.Counts]) throws
     func attemptStatsPrune() throws -> Int
     func queueSettingsAll() throws -> [QueueSettingsTable.Settings]
-    func deadLettersPurge(olderThanMilliseconds: Int64) throws -> Int
     func migrationsApplied() throws -> [Int]
 
     // Fleet-wide figures for /metrics (read-only).
@@ -99,9 +93,6 @@ public struct PostgresWorkerStore: WorkerStore {
         try SchedulesTable.earliestNextRun(now: now, on: connection)
     }
 
-    public func jobsClaim(queue: String, limit: Int, worker: UUID, leaseMilliseconds: Int) throws -> [ClaimedJob] {
-        try JobsTable.claim(queue: queue, limit: limit, worker: worker, leaseMilliseconds: leaseMilliseconds, on: connection)
-    }
     public func jobsClaim(queue: String, limit: Int, worker: UUID, leaseMilliseconds: Int,
                           after position: ClaimPosition?) throws -> ClaimBatch {
         try JobsTable.claim(queue: queue, limit: limit, worker: worker, leaseMilliseconds: leaseMilliseconds, after: position,
@@ -121,9 +112,6 @@ public struct PostgresWorkerStore: WorkerStore {
                               leaseMilliseconds: Int) throws -> ClaimedJob? {
         try JobsTable.claimProbe(destination: destination, generation: generation, queues: queues, worker: worker,
                                  leaseMilliseconds: leaseMilliseconds, on: connection)
-    }
-    public func jobsExtendLeases(ids: [Int64], worker: UUID, leaseMilliseconds: Int) throws -> [Int64] {
-        try JobsTable.extendLeases(ids: ids, worker: worker, leaseMilliseconds: leaseMilliseconds, on: connection)
     }
     public func jobsRenewLeases(_ leases: [(id: Int64, lease: Int64)], worker: UUID,
                                 leaseMilliseconds: Int) throws -> JobsTable.LeaseRenewal {
@@ -151,7 +139,6 @@ public struct PostgresWorkerStore: WorkerStore {
         try JobsTable.handBack(ids: ids, leases: leases, worker: worker, notBeforeMilliseconds: notBeforeMilliseconds, on: connection)
     }
     public func jobsRescueExpired() throws -> JobsTable.RescueResult { try JobsTable.rescueExpired(on: connection) }
-    public func jobsReleaseStaleHolds() throws -> Int { try JobsTable.releaseStaleHolds(on: connection) }
     public func completedJobsPrune(olderThanMilliseconds: Int64, batch: Int) throws -> Int {
         try JobsTable.pruneCompleted(olderThanMilliseconds: olderThanMilliseconds, batch: batch, on: connection)
     }
@@ -160,9 +147,6 @@ public struct PostgresWorkerStore: WorkerStore {
     }
     public func deadLettersPurge(olderThanMilliseconds: Int64, batch: Int) throws -> Int {
         try DeadLettersTable.purgeBatch(olderThanMilliseconds: olderThanMilliseconds, batch: batch, on: connection)
-    }
-    public func completedJobsPrune(olderThanMilliseconds: Int64) throws -> Int {
-        try JobsTable.pruneCompleted(olderThanMilliseconds: olderThanMilliseconds, on: connection)
     }
 
     public func workerRegister(_ registration: WorkersTable.Registration) throws {
@@ -210,9 +194,6 @@ public struct PostgresWorkerStore: WorkerStore {
     }
     public func attemptStatsPrune() throws -> Int { try AttemptStatsTable.prune(on: connection) }
     public func queueSettingsAll() throws -> [QueueSettingsTable.Settings] { try QueueSettingsTable.all(on: connection) }
-    public func deadLettersPurge(olderThanMilliseconds: Int64) throws -> Int {
-        try DeadLettersTable.purge(olderThanMilliseconds: olderThanMilliseconds, on: connection)
-    }
     public func migrationsApplied() throws -> [Int] { try Migrator.appliedVersions(connection) }
 
     public func statsQueueDepths() throws -> [StatsQueries.QueueDepth] { try StatsQueries.queueDepths(on: connection) }

@@ -1,3 +1,4 @@
+import CourierCore
 import Foundation
 
 /// Runs jobs as child tasks of one task group, for the life of the worker. Jobs
@@ -72,19 +73,18 @@ final class JobCancellations: @unchecked Sendable {
         case running(UnsafeCurrentTask?)
     }
 
-    private let lock = NSLock()
-    private var entries: [Lease: Entry] = [:]
+    private let entries = Locked<[Lease: Entry]>([:])
 
     /// Leases about to be handed to the group.
     func expect(_ leases: [Lease]) {
-        lock.withLock {
+        entries.withLock { entries in
             for lease in leases { entries[lease] = .waiting(cancelled: false) }
         }
     }
 
     /// Called by the job's own task as it starts; cancels it at once if asked before.
     func started(_ lease: Lease, task: UnsafeCurrentTask?) {
-        lock.withLock {
+        entries.withLock { entries in
             if case .waiting(cancelled: true)? = entries[lease] { task?.cancel() }
             entries[lease] = .running(task)
         }
@@ -92,11 +92,11 @@ final class JobCancellations: @unchecked Sendable {
 
     /// Called by the job's own task before it returns.
     func ended(_ lease: Lease) {
-        lock.withLock { _ = entries.removeValue(forKey: lease) }
+        entries.withLock { _ = $0.removeValue(forKey: lease) }
     }
 
     func cancel(_ leases: [Lease]) {
-        lock.withLock {
+        entries.withLock { entries in
             for lease in leases {
                 switch entries[lease] {
                 case .waiting?: entries[lease] = .waiting(cancelled: true)
@@ -108,5 +108,5 @@ final class JobCancellations: @unchecked Sendable {
     }
 
     /// Leases submitted or running (for tests).
-    var count: Int { lock.withLock { entries.count } }
+    var count: Int { entries.withLock { $0.count } }
 }

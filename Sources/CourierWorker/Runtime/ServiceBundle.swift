@@ -1,3 +1,4 @@
+import CourierCore
 import Foundation
 
 /// Several light services run in turn on one thread and one connection: the
@@ -13,8 +14,7 @@ final class ServiceBundle: WorkerService, @unchecked Sendable {
     private let clock: @Sendable () -> ContinuousClock.Instant
     /// When each member is due next (nil: at the next round).
     private var due: [ContinuousClock.Instant?]
-    private let lock = NSLock()
-    private var woken: Set<Int> = []
+    private let woken = Locked(Set<Int>())
     /// Wakes the bundle's thread (set once the thread exists).
     var wakeThread: @Sendable () -> Void = {}
 
@@ -28,12 +28,12 @@ final class ServiceBundle: WorkerService, @unchecked Sendable {
     /// Runs `member` at the next round, whatever its interval says.
     func wake(_ member: any WorkerService) {
         guard let index = members.firstIndex(where: { $0 === member }) else { return }
-        lock.withLock { _ = woken.insert(index) }
+        woken.withLock { _ = $0.insert(index) }
         wakeThread()
     }
 
     func runOnce(now: ContinuousClock.Instant) -> Duration {
-        let wokenNow = lock.withLock { () -> Set<Int> in defer { woken.removeAll() }; return woken }
+        let wokenNow = woken.withLock { woken -> Set<Int> in defer { woken.removeAll() }; return woken }
         for (index, member) in members.enumerated() {
             // A slow member (a prune) moves the clock on for the ones after it.
             let current = index == 0 ? now : clock()

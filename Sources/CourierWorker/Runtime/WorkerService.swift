@@ -1,3 +1,4 @@
+import CourierCore
 import Foundation
 
 /// One long-running part of a worker (claimer, completer, heartbeater, ...). Each
@@ -17,14 +18,13 @@ protocol WorkerService: AnyObject, Sendable {
 /// pauses end early once a stop is asked for, but are never cut short by work
 /// arriving (so a lost database is never hammered).
 final class StopGate: @unchecked Sendable {
-    private let lock = NSLock()
-    private var stopRequested = false
+    private let stopRequested = Locked(false)
     private let signal = ThreadSignal()
 
-    var isStopRequested: Bool { lock.withLock { stopRequested } }
+    var isStopRequested: Bool { stopRequested.withLock { $0 } }
 
     func requestStop() {
-        lock.withLock { stopRequested = true }
+        stopRequested.withLock { $0 = true }
         signal.signal()
     }
 
@@ -47,8 +47,7 @@ final class ServiceThread: @unchecked Sendable {
     private let work = ThreadSignal()
     private let done = DispatchSemaphore(value: 0)
     private let clock: @Sendable () -> ContinuousClock.Instant
-    private let lock = NSLock()
-    private var started = false
+    private let started = Locked(false)
     /// The service runs only once this holds (the schema is complete); until then the
     /// thread waits, woken early by `wake()`.
     private let ready: @Sendable () -> Bool
@@ -62,7 +61,7 @@ final class ServiceThread: @unchecked Sendable {
     }
 
     func start() {
-        lock.withLock { started = true }
+        started.withLock { $0 = true }
         let thread = Thread { [self] in
             Self.nameCurrentThread(service.name)
             while !gate.isStopRequested {
@@ -105,7 +104,7 @@ final class ServiceThread: @unchecked Sendable {
 
     /// Waits until `finish` has returned (at once for a thread never started).
     func join() {
-        guard lock.withLock({ started }) else { return }
+        guard started.withLock({ $0 }) else { return }
         done.wait()
         done.signal()
     }

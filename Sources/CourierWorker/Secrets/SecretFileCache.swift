@@ -1,3 +1,4 @@
+import CourierCore
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -13,8 +14,7 @@ public final class SecretFileCache: @unchecked Sendable {
     /// How long a file's last look stands. Default 1 s.
     public let recheckAfter: Duration
     private let now: @Sendable () -> ContinuousClock.Instant
-    private let lock = NSLock()
-    private var entries: [String: Entry] = [:]
+    private let entries = Locked<[String: Entry]>([:])
     /// Files read so far (for tests: a hit reads nothing).
     public private(set) var reads = 0
 
@@ -42,15 +42,15 @@ public final class SecretFileCache: @unchecked Sendable {
     /// The file's text, from memory while its last look stands or it is unchanged; nil when there is no such file.
     public func text(atPath path: String) -> String? {
         let instant = now()
-        let cached = lock.withLock { entries[path] }
+        let cached = entries.withLock { $0[path] }
         if let cached, instant - cached.checkedAt < recheckAfter { return cached.text }
         let signature = Self.signature(of: path)
         if let cached, let signature, cached.signature == signature {
-            lock.withLock { entries[path]?.checkedAt = instant }
+            entries.withLock { $0[path]?.checkedAt = instant }
             return cached.text
         }
         let text = signature == nil ? nil : FileManager.default.contents(atPath: path).map { String(decoding: $0, as: UTF8.self) }
-        lock.withLock {
+        entries.withLock { entries in
             if signature != nil { reads += 1 }
             entries[path] = Entry(signature: text == nil ? nil : signature, text: text, checkedAt: instant)
         }

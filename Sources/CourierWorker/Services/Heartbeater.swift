@@ -48,8 +48,7 @@ final class Heartbeater: WorkerService, @unchecked Sendable {
     private var lastCancelCheck: ContinuousClock.Instant?
     /// The stopping flag the last heartbeat carried: a change is reported at once.
     private var reportedStopping = false
-    private let lock = NSLock()
-    private var cancelCheckWanted = false
+    private let cancelCheckWanted = Locked(false)
 
     private let clock: @Sendable () -> ContinuousClock.Instant
     /// Where each renewal round's round trip is recorded (`courier_lease_renewal_seconds`).
@@ -66,7 +65,7 @@ final class Heartbeater: WorkerService, @unchecked Sendable {
 
     /// A cancellation was announced: look at the database at the next round.
     func requestCancelCheck() {
-        lock.withLock { cancelCheckWanted = true }
+        cancelCheckWanted.withLock { $0 = true }
     }
 
     func runOnce(now: ContinuousClock.Instant) -> Duration {
@@ -77,7 +76,7 @@ final class Heartbeater: WorkerService, @unchecked Sendable {
         let held = holder.heldLeases
         let probes = holder.heldProbes
         let stopping = holder.isStopping
-        let wanted = lock.withLock { () -> Bool in defer { cancelCheckWanted = false }; return cancelCheckWanted }
+        let wanted = cancelCheckWanted.withLock { wanted -> Bool in defer { wanted = false }; return wanted }
         if lastHeartbeat.map({ now - $0 >= configuration.interval }) ?? true || stopping != reportedStopping {
             // The send instant: the database's now() that sets the leases comes after it.
             let sentAt = clock()

@@ -13,8 +13,7 @@ final class StatsFlusher: WorkerService, @unchecked Sendable {
     let name = "courier-stats"
     let configuration: Configuration
     private let session: StoreSession
-    private let lock = NSLock()
-    private var counts: [AttemptStatsTable.Key: AttemptStatsTable.Counts] = [:]
+    private let counts = Locked<[AttemptStatsTable.Key: AttemptStatsTable.Counts]>([:])
     private var lastFlush: ContinuousClock.Instant?
 
     init(configuration: Configuration = Configuration(), session: StoreSession) {
@@ -24,7 +23,7 @@ final class StatsFlusher: WorkerService, @unchecked Sendable {
 
     /// Counts one attempt.
     func recordAttempt(_ key: AttemptStatsTable.Key, succeededAfterRetry: Bool) {
-        lock.withLock {
+        counts.withLock { counts in
             counts[key, default: .init()].attempts += 1
             if succeededAfterRetry { counts[key, default: .init()].succeededAfterRetry += 1 }
         }
@@ -32,7 +31,7 @@ final class StatsFlusher: WorkerService, @unchecked Sendable {
 
     /// Counts one retry and its delay.
     func recordRetry(_ key: AttemptStatsTable.Key, delayMilliseconds: Int64) {
-        lock.withLock { counts[key, default: .init()].addRetry(delayMilliseconds: delayMilliseconds) }
+        counts.withLock { $0[key, default: .init()].addRetry(delayMilliseconds: delayMilliseconds) }
     }
 
     func runOnce(now: ContinuousClock.Instant) -> Duration {
@@ -53,13 +52,13 @@ final class StatsFlusher: WorkerService, @unchecked Sendable {
 
     /// Adds the counts gathered so far; on failure they are kept for the next try.
     func flush() {
-        let taken = lock.withLock { () -> [AttemptStatsTable.Key: AttemptStatsTable.Counts] in
+        let taken = counts.withLock { counts -> [AttemptStatsTable.Key: AttemptStatsTable.Counts] in
             defer { counts.removeAll(keepingCapacity: true) }
             return counts
         }
         guard !taken.isEmpty else { return }
         if case .failure = session.run({ try $0.attemptStatsAdd(taken) }) {
-            lock.withLock {
+            counts.withLock { counts in
                 for (key, value) in taken { counts[key, default: .init()].merge(value) }
             }
         }

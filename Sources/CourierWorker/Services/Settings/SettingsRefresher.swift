@@ -13,23 +13,22 @@ final class SettingsRefresher: WorkerService, @unchecked Sendable {
     let name = "courier-settings"
     let configuration: Configuration
     private let session: StoreSession
-    private let lock = NSLock()
-    private var policies: QueuePolicies
+    private let policies: Locked<QueuePolicies>
     private var lastRead: ContinuousClock.Instant?
 
     init(configuration: Configuration = Configuration(), base: RetryPolicy, session: StoreSession) {
         self.configuration = configuration
         self.session = session
-        self.policies = QueuePolicies(base: base)
+        self.policies = Locked(QueuePolicies(base: base))
     }
 
     /// The retry policy for a queue: its row in `queue_settings` over the worker's flags.
-    func policy(for queue: String) -> RetryPolicy { lock.withLock { policies.policy(for: queue) } }
+    func policy(for queue: String) -> RetryPolicy { policies.withLock { $0.policy(for: queue) } }
 
     /// Reads the settings now through `session` (the claimer does this before its first claim).
     func refresh(using session: StoreSession) {
         if case .success(let rows) = session.run({ try $0.queueSettingsAll() }) {
-            lock.withLock { policies.update(rows) }
+            policies.withLock { $0.update(rows) }
         }
     }
 
