@@ -68,7 +68,7 @@ let package = Package(
         .testTarget(name: "CourierHTTPTests", dependencies: ["CourierHTTP", "CourierTestSupport"]),
         .testTarget(name: "CourierStoreTests", dependencies: ["CourierStore", "CourierTestSupport"]),
         .testTarget(name: "CourierCLITests", dependencies: ["CourierCLI", "CourierCore"]),
-        .testTarget(name: "CourierHTTPServerTests", dependencies: ["CourierHTTPServer", "CourierCore"]),
+        .testTarget(name: "CourierHTTPServerTests", dependencies: ["CourierHTTPServer", "CourierCore", "CourierTestSupport"]),
         .testTarget(name: "CourierWorkerTests", dependencies: ["CourierWorker", "CourierHTTPServer", "CourierCLI", "CourierTestSupport"], exclude: ["Golden", "Receivers"]),
         .testTarget(name: "CourierDashboardTests", dependencies: ["CourierDashboard", "CourierHTTPServer", "CourierStore", "CourierTestSupport", "Postgres"],
                     exclude: ["Browser"]),

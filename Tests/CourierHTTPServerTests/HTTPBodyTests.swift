@@ -1,4 +1,5 @@
 import CourierHTTPServer
+import CourierTestSupport
 import Foundation
 import Testing
 #if canImport(Glibc)
@@ -48,51 +49,13 @@ import Glibc
         let server = HTTPServer(address: HTTPServerAddress(host: "127.0.0.1", port: 0), limits: limits, router: router)
         try server.start()
         defer { server.stop() }
-        let slow = try RawClient(port: server.port)
+        let slow = try LoopbackConnection(port: server.port)
         slow.send("POST /slow HTTP/1.1\r\nHost: a\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 5\r\n\r\nv=abc")
         // While the blocking handler waits, the server thread still answers others.
-        let fast = try RawClient(port: server.port)
+        let fast = try LoopbackConnection(port: server.port)
         fast.send("GET /fast HTTP/1.1\r\nHost: a\r\n\r\n")
-        #expect(fast.readToEnd().hasSuffix("fast"))
+        #expect(fast.readTextToEnd().hasSuffix("fast"))
         gate.signal()
-        #expect(slow.readToEnd().hasSuffix("got abc"))
-    }
-}
-
-/// A loopback client that sends raw bytes and reads until the server closes.
-final class RawClient {
-    let fd: Int32
-
-    init(port: Int) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = UInt16(port).bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard result == 0 else { throw POSIXError(.ECONNREFUSED) }
-    }
-
-    deinit { close(fd) }
-
-    func send(_ text: String) {
-        let bytes = Array(text.utf8)
-        _ = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-    }
-
-    func readToEnd() -> String {
-        var received: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 4096)
-        let end = ContinuousClock.now + .seconds(20)
-        while ContinuousClock.now < end {
-            var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            guard poll(&entry, 1, 500) > 0 else { continue }
-            let count = recv(fd, &chunk, chunk.count, 0)
-            if count <= 0 { break }
-            received += chunk[..<count]
-        }
-        return String(decoding: received, as: UTF8.self)
+        #expect(slow.readTextToEnd().hasSuffix("got abc"))
     }
 }

@@ -1,5 +1,6 @@
 @testable import CourierWorker
 import CourierHTTPServer
+import CourierTestSupport
 import Foundation
 import Testing
 #if canImport(Glibc)
@@ -211,7 +212,7 @@ import Glibc
         try expectHealthy(server)
         server.stop()
         #expect(ran.value)
-        #expect(throws: MetricsTestError.self) { _ = try MetricsTestConnection(port: port) }
+        #expect(throws: LoopbackConnection.Failure.self) { _ = try MetricsTestConnection(port: port) }
         server.stop()  // a second stop is harmless
     }
 
