@@ -280,6 +280,10 @@ public final class Worker: @unchecked Sendable {
 
     var claimerThread: ServiceThread { services[claimer.name] }
 
+    /// The `runOnce` rounds the service thread named `service` (one of
+    /// ``databaseConnections``) has completed: tests wait on it (see ServiceThread).
+    func completedRounds(of service: String) -> Int { services[service].completedRounds }
+
     /// The database connections one worker holds, whatever its concurrency: one per service
     /// thread, named by that thread, in start order (the heartbeater, completer, listener,
     /// housekeeping bundle, traffic keeper and claimer). The light services take turns on

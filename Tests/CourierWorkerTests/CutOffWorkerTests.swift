@@ -94,7 +94,8 @@ import Testing
             proxy.thaw()
             #expect(try await eventually(timeout: .seconds(60)) { cutOff.worker.leasesProven })
             #expect(try await eventually(timeout: .seconds(30)) { cutOff.log.all.contains { $0.contains("claiming resumes") } })
-            try await Task.sleep(for: .milliseconds(500))
+            // Its late writes have had two more completion rounds (and claims two more rounds).
+            #expect(await waitForRounds(cutOff.worker, [ServiceName.claimer, ServiceName.completer]))
             let after = try ids.map { try #require(try JobsTable.get(id: $0, on: db)) }
             #expect(after.allSatisfy { $0.status == .succeeded && $0.attempt == 2 })
             #expect(server.requestCount() == 2 * paths.count, "no third delivery")

@@ -14,7 +14,8 @@ import Testing
             let first = try h.enqueue("/first")
             #expect(try await h.waitForRequests(1, path: "/first", timeout: .seconds(30)))
             // A job for the same destination enqueued after the 429 waits for the pause too.
-            try await Task.sleep(for: .milliseconds(300))
+            // The 429 is recorded (the first job is back in the queue) before the second arrives.
+            #expect(try await h.eventually { try h.status(first) == .available })
             let second = try h.enqueue("/second")
             _ = try await h.waitFor(second, .succeeded, timeout: .seconds(15))
             _ = try await h.waitFor(first, .succeeded, timeout: .seconds(15))

@@ -59,7 +59,8 @@ import Testing
             try h.start()
             #expect(try await h.eventually { h.worker.missingMigrations == [newest.name] })
             #expect(h.logLines.all.contains { $0.contains("lacks migrations") && $0.contains(newest.name) })
-            try await Task.sleep(for: .milliseconds(800))
+            // Two more claimer rounds (each a schema check) and still nothing claimed.
+            #expect(await h.waitForRounds([ServiceName.claimer]))
             #expect(h.server.requestCount() == 0, "nothing is claimed while a migration is missing")
             #expect(try h.status(id) == .available)
 
@@ -115,7 +116,8 @@ import Testing
             try h.start()
             let id = try h.enqueue("/auth") { $0.method = "GET" }
             #expect(try await h.waitFor(id, .dead).deadReason == "permanent")
-            try await Task.sleep(for: .milliseconds(300))
+            // Two more claim and completion rounds, and no second request.
+            #expect(await h.waitForRounds([ServiceName.claimer, ServiceName.completer]))
             #expect(h.server.requestCount(path: "/auth") == 1)
         }
     }

@@ -51,6 +51,13 @@ final class ServiceThread: @unchecked Sendable {
     /// The service runs only once this holds (the schema is complete); until then the
     /// thread waits, woken early by `wake()`.
     private let ready: @Sendable () -> Bool
+    /// How many `runOnce` rounds have returned: a test seam (River's test signals), so a
+    /// test can wait for "N more rounds, and still nothing happened" instead of a fixed
+    /// sleep. One locked increment per round; nothing in the product reads it.
+    private let rounds = Locked(0)
+
+    /// The `runOnce` rounds completed so far (waiting for the schema is no round).
+    var completedRounds: Int { rounds.withLock { $0 } }
 
     init(_ service: any WorkerService, gate: StopGate, clock: @escaping @Sendable () -> ContinuousClock.Instant,
          ready: @escaping @Sendable () -> Bool = { true }) {
@@ -70,6 +77,7 @@ final class ServiceThread: @unchecked Sendable {
                     continue
                 }
                 let wait = service.runOnce(now: clock())
+                rounds.withLock { $0 += 1 }
                 if gate.isStopRequested { break }
                 if wait > .zero { work.wait(timeout: wait) }
             }
