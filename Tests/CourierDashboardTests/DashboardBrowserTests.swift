@@ -100,8 +100,7 @@ struct DashboardBrowserTests {
         process.standardOutput = handle
         process.standardError = handle
         try process.run()
-        let end = ContinuousClock.now + .seconds(300)
-        while process.isRunning && ContinuousClock.now < end { Thread.sleep(forTimeInterval: 0.1) }
+        _ = eventuallyBlocking(timeout: .seconds(300), every: .milliseconds(100)) { !process.isRunning }
         if process.isRunning { process.terminate(); process.waitUntilExit() }
         return (process.terminationStatus, (try? String(contentsOf: log, encoding: .utf8)) ?? "")
     }

@@ -21,13 +21,12 @@ import Glibc
     }
 
     /// Scrapes until `condition` holds (the sampled families change every sample interval).
-    /// Waits with `Task.sleep`, holding no thread the worker's jobs need (see WorkerHarness+AsyncWait.swift).
+    /// Polls with `eventually`, holding no thread the worker's jobs need.
     func scrapeUntil(_ port: Int, timeout: Duration = .seconds(20), _ condition: (MetricsExposition) -> Bool) async throws -> MetricsExposition {
-        let end = ContinuousClock.now + timeout
         var page = try scrape(port)
-        while !condition(page) && ContinuousClock.now < end {
-            try await Task.sleep(for: .milliseconds(50))
+        _ = try await eventually(timeout: timeout, every: .milliseconds(50)) {
             page = try scrape(port)
+            return condition(page)
         }
         return page
     }
@@ -136,10 +135,9 @@ import Glibc
         defer { server.stop() }
         let run = Task.detached { await worker.run() }
         var readiness = 0
-        for _ in 0..<400 {
+        _ = try await eventually(timeout: .seconds(20), every: .milliseconds(50)) {
             readiness = try MetricsTestClient.request(port: server.port, "GET", "/readyz").status
-            if readiness == 503 { break }
-            try await Task.sleep(for: .milliseconds(50))
+            return readiness == 503
         }
         #expect(readiness == 503)
         #expect(try MetricsTestClient.request(port: server.port, "GET", "/healthz").status == 200)
@@ -159,9 +157,9 @@ import Glibc
                                                       "--shutdown-grace", "2s"])
         defer { worker.cleanUp() }
         var health: MetricsTestResponse?
-        for _ in 0..<600 where health == nil {
+        _ = await eventually(timeout: .seconds(30), every: .milliseconds(50)) {
             health = try? MetricsTestClient.request(port: port, "GET", "/healthz")
-            if health == nil { try await Task.sleep(for: .milliseconds(50)) }
+            return health != nil
         }
         #expect(health?.status == 200, "jobworker should serve /healthz: \(worker.output)")
         #expect(try MetricsTestClient.request(port: port, "GET", "/readyz").status == 200)
@@ -180,9 +178,9 @@ import Glibc
         #expect(bad.output.contains("--metrics-addr"))
 
         worker.signal(SIGTERM)
-        for _ in 0..<600 where worker.isRunning { try await Task.sleep(for: .milliseconds(50)) }
+        _ = await eventually(timeout: .seconds(30), every: .milliseconds(50)) { !worker.isRunning }
         #expect(worker.wait(timeout: .seconds(1)) == 0)
-        #expect(throws: MetricsTestError.self, "the endpoint closes with the process") {
+        #expect(throws: LoopbackConnection.Failure.self, "the endpoint closes with the process") {
             _ = try MetricsTestConnection(port: port)
         }
     }

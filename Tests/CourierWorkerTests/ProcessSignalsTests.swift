@@ -27,8 +27,7 @@ import Testing
         try pipe.fileHandleForReading.close()
         try pipe.fileHandleForWriting.close()
         kill(process.processIdentifier, SIGTERM)
-        let end = ContinuousClock.now + .seconds(30)
-        while process.isRunning && ContinuousClock.now < end { try await Task.sleep(for: .milliseconds(20)) }
+        _ = await eventually(timeout: .seconds(30)) { !process.isRunning }
         #expect(!process.isRunning)
         #expect(process.terminationReason == .exit, "killed by signal \(process.terminationStatus), not exited")
         #expect(process.terminationStatus == 0)
@@ -46,7 +45,8 @@ import Testing
                                                           "--poll-interval", "100ms", "--lease", "1s"])
             defer { worker.cleanUp() }
             #expect(try await eventually { worker.output.contains("lacks migrations") }, "\(worker.output)")
-            // Long enough for every loop (heartbeats every 333 ms, rescue every second) to have tried several times.
+            // A measured window: long enough for every loop of the spawned worker (heartbeats every
+            // 333 ms, rescue every second) to have tried several times; its rounds are not visible here.
             try await Task.sleep(for: .seconds(4))
             let before = worker.output
             #expect(before.components(separatedBy: "lacks migrations").count - 1 == 1, "said once: \(before)")

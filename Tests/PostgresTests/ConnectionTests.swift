@@ -59,10 +59,7 @@ import Testing
             defer { admin.close() }
             #expect(connection.isUsableWithoutRoundTrip())
             try terminateBackend(connection.backendPID, using: admin)
-            let deadline = ContinuousClock.now.advanced(by: .seconds(10))
-            while connection.isUsableWithoutRoundTrip(), ContinuousClock.now < deadline {
-                Thread.sleep(forTimeInterval: 0.01)
-            }
+            _ = eventuallyBlocking(timeout: .seconds(10), every: .milliseconds(10)) { !connection.isUsableWithoutRoundTrip() }
             #expect(!connection.isUsableWithoutRoundTrip())
             #expect(!connection.isConnected)
         }

@@ -22,12 +22,10 @@ func adminConnection(_ database: TestDatabase) throws -> PostgresConnection {
 func terminateBackend(_ pid: Int32, using admin: PostgresConnection) throws {
     let terminated = try admin.query("select pg_terminate_backend(\(pid))")
     #expect(try terminated.rows[0].decode(0, as: Bool.self))
-    let deadline = ContinuousClock.now.advanced(by: .seconds(10))
-    while ContinuousClock.now < deadline {
-        let alive = try admin.query("select count(*) from pg_stat_activity where pid = \(pid)")
-        if try alive.rows[0].decode(0, as: Int.self) == 0 { return }
-        Thread.sleep(forTimeInterval: 0.01)
+    let gone = try eventuallyBlocking(timeout: .seconds(10), every: .milliseconds(10)) {
+        try admin.query("select count(*) from pg_stat_activity where pid = \(pid)").rows[0].decode(0, as: Int.self) == 0
     }
+    if gone { return }
     Issue.record("backend \(pid) did not exit within 10 s")
 }
 
