@@ -25,7 +25,7 @@ struct SteeringCommandTests {
                                worker: worker, on: fixture.db)
         // Hand the others back, so they stay waiting.
         for other in claimed where other.id != id {
-            try fixture.db.query("update courier.jobs set state = 'available', leased_by = null, lease_expires_at = null where id = \(other.id)")
+            try TestRows(fixture.db).release(.id(other.id))
         }
     }
 
@@ -184,7 +184,8 @@ struct SteeringCommandTests {
         try ControlFixture.with { fixture throws in
             let later = try fixture.enqueue("http://a.example.com/1") { $0.runAt = Date().addingTimeInterval(3600) }
             let backingOff = try fixture.enqueue("http://a.example.com/2")
-            try fixture.db.query("update courier.jobs set attempt = 2, run_at = now() + interval '10 minutes' where id = \(backingOff)")
+            try TestRows(fixture.db).setAttempt(2, .id(backingOff))
+            try TestRows(fixture.db).setRunAt(.id(backingOff), .seconds(600))
             let running = try fixture.enqueue("http://a.example.com/3") { $0.queue = "r" }
             _ = try JobsTable.claim(queue: "r", limit: 1, worker: worker, leaseMilliseconds: 60_000, on: fixture.db)
 

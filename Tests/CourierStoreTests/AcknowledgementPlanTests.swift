@@ -113,9 +113,7 @@ import Testing
         try CourierTestDatabase.with { (_, db) throws in
             // A backlog of 50k waiting jobs and 1,000 running, the last `batch` of them expired.
             let expired = try staleStatistics(running: 1_000, waiting: 50_000, on: db)
-            try db.execute(PostgresQuery(unsafeSQL: """
-                update courier.jobs set lease_expires_at = now() - interval '1 minute' where id = any($1::bigint[])
-                """, binds: [expired]))
+            try TestRows(db).expireLeases(.ids(expired), ago: .seconds(60))
             let rescue = JobsTable.rescueStatement(limit: 1_000, now: nil)
             let withSettings = try buffers(rescue.sql, rescue.binds, prelude: JobsTable.rescueLockAndSettings, on: db)
             // It reads the running jobs to find the expired ones (no index orders leases), then

@@ -86,11 +86,11 @@ import Testing
 
     /// The cooldown elapses: moves open_until into the past. (Held jobs keep their run_at.)
     static func elapseCooldown(_ db: PostgresConnection, _ destination: String = destination) throws {
-        try db.query("update courier.breakers set open_until = now() - interval '1 millisecond' where destination = \(destination)")
+        try TestRows(db).elapseCooldown(destination)
     }
 
     static func enqueue(_ db: PostgresConnection, _ count: Int, url: String = "https://down.example.com/hook") throws -> [Int64] {
-        try (0..<count).map { _ in try JobsTable.enqueue(EnqueueRequest(url: url), on: db) }
+        try TestRows(db).jobs(count, url: url)
     }
 
     static func jobState(_ db: PostgresConnection, _ id: Int64) throws -> (state: String, attempt: Int, runAt: Date) {
@@ -213,7 +213,7 @@ import Testing
             let scheduled = try JobsTable.enqueue(later, on: db)
             let healthy = try Self.enqueue(db, 2, url: Self.healthyURL)
             // One job of the destination is running when the breaker opens.
-            try db.query("update courier.jobs set state = 'running', attempt = 1, leased_by = gen_random_uuid(), lease_expires_at = now() + interval '1 minute' where id = \(running)")
+            try TestRows(db).markRunning(.id(running), attempt: 1, leaseFor: .seconds(60))
 
             let runAtBefore = try Dictionary(uniqueKeysWithValues: (held + [scheduled]).map { ($0, try Self.jobState(db, $0).runAt) })
             try Self.trip(db)
@@ -232,7 +232,7 @@ import Testing
             #expect(try BreakersTable.list(destination: Self.destination, on: db).first?.deferredJobs == 6)
 
             // Even when a held job's time comes (clock games aside), an open breaker is skipped by the claim.
-            try db.query("update courier.jobs set run_at = now() - interval '1 second' where id = any(\(held))")
+            try TestRows(db).setRunAt(.ids(held), .seconds(-1))
             let claimed = try JobsTable.claim(queue: "default", limit: 100, worker: UUID(), leaseMilliseconds: 30_000, on: db)
             #expect(Set(claimed.map(\.id)) == Set(healthy))
             #expect(try held.allSatisfy { try Self.jobState(db, $0).attempt == 0 })
@@ -274,7 +274,7 @@ import Testing
     @Test func probesRotateOverJobsAndAnAbandonedProbeIsDueAgainAtOnce() throws {
         try CourierTestDatabase.with { (_, db) throws in
             let ids = try Self.enqueue(db, 2)
-            try db.query("update courier.jobs set attempt = 3 where id = \(ids[0])")
+            try TestRows(db).setAttempt(3, .id(ids[0]))
             try Self.trip(db)
             try Self.elapseCooldown(db)
             let worker = UUID()
@@ -457,16 +457,16 @@ import Testing
 
             // The jitter factor scales only the open period; the nominal cooldown doubles
             // (0020: the factors used to compound across failed probes).
-            try db.query("update courier.breakers set cooldown_ms = 1000 where destination = \(Self.destination)")
+            try TestRows(db).setCooldown(Self.destination, .seconds(1))
             row = try failProbe(jitter: 0.8)
             #expect(row.cooldownMilliseconds == 2000 && row.openForMilliseconds == 1600)
-            try db.query("update courier.breakers set cooldown_ms = 1000 where destination = \(Self.destination)")
+            try TestRows(db).setCooldown(Self.destination, .seconds(1))
             row = try failProbe(jitter: 1.2)
             #expect(row.cooldownMilliseconds == 2000 && row.openForMilliseconds == 2400)
             row = try failProbe(jitter: 1.2)
             #expect(row.cooldownMilliseconds == 3000 && row.openForMilliseconds == 3000, "4 s nominal capped at 3 s, 3.6 s open capped too")
             // As in BreakerStateMachine, the factor is not clamped to the base: 0.1 × 2 s.
-            try db.query("update courier.breakers set cooldown_ms = 1000 where destination = \(Self.destination)")
+            try TestRows(db).setCooldown(Self.destination, .seconds(1))
             row = try failProbe(jitter: 0.1)
             #expect(row.cooldownMilliseconds == 2000 && row.openForMilliseconds == 200)
 
@@ -491,7 +491,7 @@ import Testing
                     "the probe is held")
             #expect(try BreakersTable.dueForProbe(queues: ["default"], on: db).isEmpty)
             // The probe hangs past its lease.
-            try db.query("update courier.breakers set probe_lease_until = now() - interval '1 millisecond' where destination = \(Self.destination)")
+            try TestRows(db).expireProbeLease(Self.destination)
             #expect(try BreakersTable.dueForProbe(queues: ["default"], on: db) == [Self.destination])
             let second = try #require(try BreakersTable.tryProbe(destination: Self.destination, worker: rescuer,
                                                                  probeLeaseMilliseconds: 30_000, on: db))
@@ -517,7 +517,7 @@ import Testing
             var row = try #require(try Self.row(db))
             #expect(row.state == "open" && row.forced)
             // No cooldown ever ends it: even with open_until in the past, nobody may probe.
-            try db.query("update courier.breakers set open_until = now() - interval '1 second' where destination = \(Self.destination)")
+            try TestRows(db).elapseCooldown(Self.destination, ago: .seconds(1))
             #expect(try BreakersTable.tryProbe(destination: Self.destination, worker: UUID(), probeLeaseMilliseconds: 1000, on: db) == nil)
             #expect(try BreakersTable.dueForProbe(queues: ["default"], on: db).isEmpty)
             #expect(try Self.report(db, successes: 100) == "open", "evidence does not close a forced breaker")
@@ -585,7 +585,7 @@ import Testing
                                           policy: Self.policy, jitter: 1, on: db)  // half_open -> open
             try Self.elapseCooldown(db)
             _ = try BreakersTable.tryProbe(destination: Self.destination, worker: a, probeLeaseMilliseconds: 30_000, on: db)
-            try db.query("update courier.breakers set probe_lease_until = now() - interval '1 millisecond' where destination = \(Self.destination)")
+            try TestRows(db).expireProbeLease(Self.destination)
             g = try #require(try BreakersTable.tryProbe(destination: Self.destination, worker: b, probeLeaseMilliseconds: 30_000, on: db))
             try BreakersTable.probeResult(destination: Self.destination, generation: g, succeeded: true, worker: b.uuidString.lowercased(),
                                           policy: Self.policy, jitter: 1, on: db)  // half_open -> closed

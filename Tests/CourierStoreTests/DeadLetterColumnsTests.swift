@@ -71,8 +71,7 @@ import Testing
                                                     lastClass: .client, lastStatus: 404)], worker: worker, on: db)
                 }),
                 ("retry of a cancelled job", { id in
-                    try db.execute(PostgresQuery(unsafeSQL: "update courier.jobs set cancel_requested_at = now() where id = $1",
-                                                 binds: [id]))
+                    try TestRows(db).requestCancel(.id(id))
                     try JobsTable.retry([.init(id: id, attempt: 1, lease: 1, delayMilliseconds: 1000, errorJSON: #"{"class":"timeout"}"#)],
                                         worker: worker, on: db)
                 }),

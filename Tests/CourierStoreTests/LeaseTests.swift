@@ -10,12 +10,10 @@ import Testing
 
     func enqueue(_ db: PostgresConnection, _ n: Int, queue: String = "default", method: String = "POST",
                  key: Bool = true, url: String = "https://example.com/x") throws -> [Int64] {
-        try (0..<n).map { _ in
-            var r = EnqueueRequest(url: url)
+        try TestRows(db).jobs(n, url: url) { r in
             r.queue = queue
             r.method = method
             if !key { r.idempotencyKey = .none }
-            return try JobsTable.enqueue(r, on: db)
         }
     }
 
@@ -61,7 +59,7 @@ import Testing
             let open = try enqueue(db, 2, url: "https://open.example.com/x")
             let healthy = try enqueue(db, 2, url: "https://healthy.example.com/x")
             try BreakersTable.pause(destination: "https://paused.example.com:443", milliseconds: 60_000, on: db)
-            try db.query("insert into courier.breakers (destination, state, open_until) values ('https://open.example.com:443', 'open', now() + interval '1 minute')")
+            try TestRows(db).breaker("https://open.example.com:443", state: .open, openUntil: .seconds(60))
             let claimed = try JobsTable.claim(queue: "default", limit: 10, worker: workerA, leaseMilliseconds: 30_000, on: db)
             #expect(Set(claimed.map(\.id)) == Set(healthy))
             #expect(try paused.allSatisfy { try state(db, $0)?.attempt == 0 })

@@ -84,7 +84,7 @@ import Testing
                 ids[method] = try JobsTable.enqueue(request, on: db)
             }
             _ = try JobsTable.claim(queue: "default", limit: 100, worker: UUID(), leaseMilliseconds: 30_000, on: db)
-            try db.query("update courier.jobs set lease_expires_at = now() - interval '1 second'")
+            try TestRows(db).expireLeases(.all)
             _ = try JobsTable.rescueExpired(on: db)
             for method in methods {
                 let id = try #require(ids[method])

@@ -176,7 +176,7 @@ import Testing
             once.idempotencyKey = .none
             let rescued = try JobsTable.enqueue(once, on: db)
             _ = try JobsTable.claim(queue: "default", limit: 10, worker: worker, leaseMilliseconds: 1, on: db)
-            try db.query("update courier.jobs set lease_expires_at = now() - interval '1 second' where id = \(rescued)")
+            try TestRows(db).expireLeases(.id(rescued))
             #expect(try JobsTable.rescueExpired(on: db).deadLettered == 1)
             #expect(try signingSecret(of: rescued, in: "courier.dead_letters", column: "job_id", db) == "RESCUED")
         }

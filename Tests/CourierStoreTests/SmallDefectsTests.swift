@@ -20,7 +20,7 @@ import Testing
         try CourierTestDatabase.with { _, db in
             let job = try claimOne(db)
             // The operator cancels after the worker's last look: the worker still decides to retry.
-            try db.execute("update courier.jobs set cancel_requested_at = now() where id = \(job.id)")
+            try TestRows(db).requestCancel(.id(job.id))
             let error = #"{"attempt":1,"class":"server","status":500,"message":"HTTP 500"}"#
             #expect(try JobsTable.retry([.init(id: job.id, attempt: 1, lease: 1, delayMilliseconds: 0, errorJSON: error)], worker: worker, on: db) == [job.id])
             let record = try #require(try JobsTable.get(id: job.id, on: db))
@@ -33,7 +33,7 @@ import Testing
     @Test func aDeadlineDeadLetterCountsNoAttemptAndFollowsTheDatabasesClock() throws {
         try CourierTestDatabase.with { _, db in
             let passed = try claimOne(db, deadline: Date().addingTimeInterval(3600))
-            try db.execute("update courier.jobs set deadline = now() - interval '1 second' where id = \(passed.id)")
+            try TestRows(db).expireDeadline(.id(passed.id))
             #expect(try JobsTable.deadLetter([.init(id: passed.id, attempt: 1, lease: 1, reason: .deadline, errorJSON: nil, lastClass: nil, lastStatus: nil)],
                                              worker: worker, on: db) == [passed.id])
             #expect(try db.query("select attempt from courier.dead_letters where job_id = \(passed.id)").rows[0].decode(0, as: Int.self) == 0,

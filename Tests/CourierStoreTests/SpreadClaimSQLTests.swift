@@ -9,15 +9,6 @@ import Testing
 @Suite struct SpreadClaimSQLTests {
     let lease = 30_000
 
-    func enqueue(_ db: PostgresConnection, _ n: Int, url: String, queue: String = "default") throws {
-        var requests: [EnqueueRequest] = []
-        for _ in 0..<n {
-            var r = EnqueueRequest(url: url)
-            r.queue = queue
-            requests.append(r)
-        }
-        _ = try JobsTable.enqueueMany(requests, on: db)
-    }
 
     func spread(_ db: PostgresConnection, limit: Int = 100, perDestination: Int = 1, after: String? = nil,
                 excluding: [String] = [], visit: Int = 100, queue: String = "default") throws -> [String] {
@@ -27,9 +18,9 @@ import Testing
 
     @Test func itTakesAFewJobsPerDestinationPastABacklogEnqueuedFirst() throws {
         try CourierTestDatabase.with { (_, db) throws in
-            try enqueue(db, 2000, url: "http://a.test/x")
-            try enqueue(db, 3, url: "http://b.test/x")
-            try enqueue(db, 3, url: "http://c.test/x")
+            try TestRows(db).bulkJobs(2000, url: "http://a.test/x")
+            try TestRows(db).bulkJobs(3, url: "http://b.test/x")
+            try TestRows(db).bulkJobs(3, url: "http://c.test/x")
             // The plain claim takes the backlog first.
             #expect(Set(try JobsTable.claim(queue: "default", limit: 50, worker: UUID(), leaseMilliseconds: lease, on: db)
                 .map(\.destination)) == ["http://a.test:80"])
@@ -48,9 +39,9 @@ import Testing
     /// them): looking past it must not walk them, wherever it sorts among the others.
     @Test func anExcludedDestinationsDeadEntriesAreNeverWalked() throws {
         try CourierTestDatabase.with { (database, db) throws in
-            try enqueue(db, 45_000, url: "http://busy.test/x")
-            try enqueue(db, 1, url: "http://z.test/x")
-            try enqueue(db, 1, url: "http://a.test/x")
+            try TestRows(db).bulkJobs(45_000, url: "http://busy.test/x")
+            try TestRows(db).bulkJobs(1, url: "http://z.test/x")
+            try TestRows(db).bulkJobs(1, url: "http://a.test/x")
             try db.simpleQuery("vacuum analyze courier.jobs")
             let holder = try SnapshotHolder(url: database.url)
             // The busy destination's jobs claimed and done, 100 a round: their entries are dead, and stay.
@@ -88,7 +79,7 @@ import Testing
 
     @Test func theCursorStartsAfterTheLastDestinationAndWrapsOnce() throws {
         try CourierTestDatabase.with { (_, db) throws in
-            for name in ["a", "b", "c", "d"] { try enqueue(db, 5, url: "http://\(name).test/x") }
+            for name in ["a", "b", "c", "d"] { try TestRows(db).bulkJobs(5, url: "http://\(name).test/x") }
             #expect(try spread(db, limit: 2, after: "http://b.test:80") == ["http://c.test:80", "http://d.test:80"])
             #expect(try spread(db, limit: 10, after: "http://c.test:80")
                 == ["http://d.test:80", "http://a.test:80", "http://b.test:80", "http://c.test:80"], "wraps once, ending at the cursor")
@@ -112,13 +103,13 @@ import Testing
                     var r = EnqueueRequest(url: url)
                     r.runAt = Date().addingTimeInterval(3600)
                     _ = try JobsTable.enqueue(r, on: db)
-                case 1: try enqueue(db, 1, url: url, queue: "elsewhere")
+                case 1: try TestRows(db).bulkJobs(1, url: url) { $0.queue = "elsewhere" }
                 default:
-                    try enqueue(db, 1, url: url)
+                    try TestRows(db).bulkJobs(1, url: url)
                     try db.query("update courier.jobs set held_since = now() where url = \(url)")
                 }
             }
-            try enqueue(db, 1, url: "http://a-due.test/x")
+            try TestRows(db).bulkJobs(1, url: "http://a-due.test/x")
             var after: String? = "http://m.test:80"
             var taken: [String] = []
             var calls = 0
@@ -140,9 +131,9 @@ import Testing
 
     @Test func heldBrokenPausedAndGatedDestinationsAndLockedRowsAreSkipped() throws {
         try CourierTestDatabase.with { (database, db) throws in
-            for name in ["held", "open", "later", "gated", "locked", "ok"] { try enqueue(db, 2, url: "http://\(name).test/x") }
-            try enqueue(db, 2, url: "http://ok.test/x", queue: "other")
-            try db.query("update courier.jobs set held_since = now() where destination = 'http://held.test:80'")
+            for name in ["held", "open", "later", "gated", "locked", "ok"] { try TestRows(db).bulkJobs(2, url: "http://\(name).test/x") }
+            try TestRows(db).bulkJobs(2, url: "http://ok.test/x") { $0.queue = "other" }
+            try TestRows(db).hold(.destination("http://held.test:80"))
             _ = try BreakersTable.force(destination: "http://open.test:80", action: .open, on: db)
             try BreakersTable.pause(destination: "http://later.test:80", milliseconds: 60_000, on: db)
             // A policy set, its jobs not yet moved by the keeper: left alone.
@@ -172,10 +163,10 @@ import Testing
     /// must still walk the index, not scan and sort a large destination's rows.
     @Test func theTakeWalksTheIndexEvenForALargeDestination() throws {
         try CourierTestDatabase.with { (_, db) throws in
-            try enqueue(db, 20_000, url: "http://a.test/x")
-            try enqueue(db, 3, url: "http://b.test/x")
+            try TestRows(db).bulkJobs(20_000, url: "http://a.test/x")
+            try TestRows(db).bulkJobs(3, url: "http://b.test/x")
             _ = try DestinationsTable.merge(.init(destination: "http://capped.test", maxInFlight: 3, slowStartMilliseconds: 0), on: db)
-            try enqueue(db, 3, url: "http://capped.test/x")
+            try TestRows(db).bulkJobs(3, url: "http://capped.test/x")
             while try JobsTable.trafficMaintain(batch: 1000, on: db) >= 1000 {}
             try db.simpleQuery("analyze courier.jobs")
             try db.simpleQuery("begin")
@@ -226,7 +217,7 @@ import Testing
 
     @Test func theGatedClaimStillTakesThroughTheSharedStatement() throws {
         try CourierTestDatabase.with { (_, db) throws in
-            try enqueue(db, 10, url: "http://capped.test/x")
+            try TestRows(db).bulkJobs(10, url: "http://capped.test/x")
             _ = try DestinationsTable.merge(.init(destination: "http://capped.test", maxInFlight: 3, slowStartMilliseconds: 0), on: db)
             while try JobsTable.trafficMaintain(batch: 1000, on: db) >= 1000 {}
             #expect(try JobsTable.claimGated(queue: "default", limit: 10, worker: UUID(), leaseMilliseconds: lease, on: db).count == 3)

@@ -10,16 +10,6 @@ import Testing
 @Suite struct TrafficSQLTests {
     let lease = 30_000
 
-    func enqueue(_ db: PostgresConnection, _ n: Int, url: String, priority: Int = 0, queue: String = "default") throws {
-        var requests: [EnqueueRequest] = []
-        for _ in 0..<n {
-            var r = EnqueueRequest(url: url)
-            r.priority = priority
-            r.queue = queue
-            requests.append(r)
-        }
-        _ = try JobsTable.enqueueMany(requests, on: db)
-    }
 
     func count(_ db: PostgresConnection, _ sql: PostgresQuery) throws -> Int {
         try db.query(sql).rows[0].decode(0, as: Int.self)
@@ -32,7 +22,7 @@ import Testing
 
     @Test func theGatedClaimNeverExceedsTheCapAcrossRacingClaimers() throws {
         try CourierTestDatabase.with { (database, db) throws in
-            try enqueue(db, 300, url: "http://capped.test/x")
+            try TestRows(db).bulkJobs(300, url: "http://capped.test/x")
             _ = try DestinationsTable.merge(.init(destination: "http://capped.test", maxInFlight: 7, slowStartMilliseconds: 0), on: db)
             try keep(db)
             #expect(try count(db, "select count(*)::bigint from courier.jobs where gated") == 300)
@@ -77,7 +67,7 @@ import Testing
 
     @Test func theCapIsFilledAndSlowStartRampsFromOne() throws {
         try CourierTestDatabase.with { (_, db) throws in
-            try enqueue(db, 50, url: "http://ramp.test/x")
+            try TestRows(db).bulkJobs(50, url: "http://ramp.test/x")
             _ = try DestinationsTable.merge(.init(destination: "http://ramp.test", maxInFlight: 10, slowStartMilliseconds: 0), on: db)
             try keep(db)
             let worker = UUID()
@@ -87,20 +77,20 @@ import Testing
             #expect(waits >= 1)
 
             // A breaker that closes starts a ramp: 1 at first, up to the cap over the slow start.
-            try db.query("update courier.jobs set state = 'available', leased_by = null, lease_expires_at = null where state = 'running'")
+            try TestRows(db).release(.state("running"))
             _ = try DestinationsTable.merge(.init(destination: "http://ramp.test", slowStartMilliseconds: 60_000), on: db)
             try db.query("select courier.breaker_release_jobs('http://ramp.test:80')")
             #expect(try JobsTable.claimGated(queue: "default", limit: 100, worker: worker, leaseMilliseconds: lease, on: db).count == 1)
             #expect(try JobsTable.claimGated(queue: "default", limit: 100, worker: worker, leaseMilliseconds: lease, on: db).isEmpty)
             // Half way through the ramp: 1 + floor(9 * 0.5) = 5.
-            try db.query("update courier.destinations set ramp_started_at = now() - interval '30 seconds'")
+            try TestRows(db).rampStarted(ago: .seconds(30))
             #expect(try JobsTable.claimGated(queue: "default", limit: 100, worker: worker, leaseMilliseconds: lease, on: db).count == 4)
         }
     }
 
     @Test func givingTheSameRateAndBurstAgainHandsOutNoToken() throws {
         try CourierTestDatabase.with { (_, db) throws in
-            try enqueue(db, 30, url: "http://refill.test/x")
+            try TestRows(db).bulkJobs(30, url: "http://refill.test/x")
             // One token every 10 s: nothing refills while the test runs.
             let policy = DestinationsTable.Policy(destination: "http://refill.test", ratePerSecond: 0.1, burst: 1)
             _ = try DestinationsTable.merge(policy, on: db)
@@ -129,7 +119,7 @@ import Testing
 
     @Test func aSmallerBucketKeepsAtMostItsSizeAndANewRateStartsFull() throws {
         try CourierTestDatabase.with { (_, db) throws in
-            try enqueue(db, 30, url: "http://shrink.test/x")
+            try TestRows(db).bulkJobs(30, url: "http://shrink.test/x")
             // A new rate starts with a full bucket (there was no bucket to keep).
             _ = try DestinationsTable.merge(.init(destination: "http://shrink.test", ratePerSecond: 0.1, burst: 10), on: db)
             try keep(db)
@@ -168,8 +158,8 @@ import Testing
             _ = try WorkersTable.heartbeat(id: stopping, stopping: true, on: db)
             #expect(try count(db, "select courier.fleet_slots()::bigint") == 48)
 
-            try enqueue(db, 200, url: "http://ramp.test/x")
-            try enqueue(db, 5, url: "http://plain.test/x")
+            try TestRows(db).bulkJobs(200, url: "http://ramp.test/x")
+            try TestRows(db).bulkJobs(5, url: "http://plain.test/x")
             let policy = try DestinationsTable.merge(.init(destination: "http://ramp.test", slowStartMilliseconds: 60_000), on: db)
             #expect(policy.isGated)
             #expect(try count(db, "select count(*)::bigint from courier.destinations where gated") == 1,
@@ -188,10 +178,10 @@ import Testing
             #expect(try JobsTable.claimGated(queue: "default", limit: 100, worker: worker, leaseMilliseconds: lease, on: db).isEmpty)
             #expect(try count(db, "select slot_waits from courier.destinations where destination = 'http://ramp.test:80'") >= 1)
             // Half way: 1 + floor((48 - 1) x 0.5) = 24 in flight.
-            try db.query("update courier.destinations set ramp_started_at = now() - interval '30 seconds'")
+            try TestRows(db).rampStarted(ago: .seconds(30))
             #expect(try JobsTable.claimGated(queue: "default", limit: 100, worker: worker, leaseMilliseconds: lease, on: db).count == 23)
             // After the slow start: no limit.
-            try db.query("update courier.destinations set ramp_started_at = now() - interval '61 seconds'")
+            try TestRows(db).rampStarted(ago: .seconds(61))
             #expect(try JobsTable.claimGated(queue: "default", limit: 100, worker: worker, leaseMilliseconds: lease, on: db).count == 100)
         }
     }
@@ -229,7 +219,7 @@ import Testing
 
     @Test func theTokenBucketAllowsBurstThenRate() throws {
         try CourierTestDatabase.with { (_, db) throws in
-            try enqueue(db, 100, url: "http://rated.test/x")
+            try TestRows(db).bulkJobs(100, url: "http://rated.test/x")
             _ = try DestinationsTable.merge(.init(destination: "http://rated.test", ratePerSecond: 10, burst: 3), on: db)
             try keep(db)
             let worker = UUID()
@@ -251,16 +241,16 @@ import Testing
     @Test func thePlainClaimLeavesGatedJobsAloneAndIsNotBlockedByThem() throws {
         try CourierTestDatabase.with { (_, db) throws in
             // A large, urgent backlog of a paused destination ahead of a healthy one.
-            try enqueue(db, 3000, url: "http://blocked.test/x", priority: -10)
-            try enqueue(db, 5, url: "http://healthy.test/x")
+            try TestRows(db).bulkJobs(3000, url: "http://blocked.test/x") { $0.priority = -10 }
+            try TestRows(db).bulkJobs(5, url: "http://healthy.test/x")
             _ = try DestinationsTable.setPaused(destination: "http://blocked.test", true, on: db)
             // Before the keeper ran: locked and skipped, never taken.
             let early = try JobsTable.claim(queue: "default", limit: 100, worker: UUID(), leaseMilliseconds: lease, on: db)
             #expect(early.map(\.destination) == Array(repeating: "http://healthy.test:80", count: 5))
-            try db.query("update courier.jobs set state = 'available', leased_by = null, lease_expires_at = null, attempt = 0")
+            try TestRows(db).release(.all, resetAttempts: true)
             try keep(db, batch: 1000)
             #expect(try count(db, "select count(*)::bigint from courier.jobs where gated") == 3000)
-            try db.query("update courier.jobs set state = 'available', leased_by = null, lease_expires_at = null, attempt = 0")
+            try TestRows(db).release(.all, resetAttempts: true)
             let claimed = try JobsTable.claim(queue: "default", limit: 100, worker: UUID(), leaseMilliseconds: lease, on: db)
             #expect(claimed.count == 5)
             #expect(claimed.allSatisfy { $0.destination == "http://healthy.test:80" })
@@ -280,8 +270,8 @@ import Testing
     /// keeper moved any of it. The plain claim must not spend its LIMIT on those rows.
     @Test func aJustGatedBacklogAtTheSamePriorityDoesNotStallThePlainClaim() throws {
         try CourierTestDatabase.with { (_, db) throws in
-            try enqueue(db, 5000, url: "http://paused.test/x")
-            try enqueue(db, 5, url: "http://healthy.test/x")
+            try TestRows(db).bulkJobs(5000, url: "http://paused.test/x")
+            try TestRows(db).bulkJobs(5, url: "http://healthy.test/x")
             _ = try DestinationsTable.setPaused(destination: "http://paused.test", true, on: db)
             #expect(try count(db, "select count(*)::bigint from courier.jobs where gated") == 0, "the keeper has not run")
             let claimed = try JobsTable.claim(queue: "default", limit: 10, worker: UUID(), leaseMilliseconds: lease, on: db)
@@ -299,8 +289,8 @@ import Testing
             _ = try DestinationsTable.merge(.init(destination: "http://capped.test", maxInFlight: 3), on: db)
             try db.query("select courier.enqueue(url => 'http://paused.test/sql')")
             _ = try JobsTable.enqueue(EnqueueRequest(url: "http://capped.test/swift"), on: db)
-            try enqueue(db, 20, url: "http://paused.test/copy")
-            try enqueue(db, 3, url: "http://free.test/x")
+            try TestRows(db).bulkJobs(20, url: "http://paused.test/copy")
+            try TestRows(db).bulkJobs(3, url: "http://free.test/x")
             #expect(try count(db, "select count(*)::bigint from courier.jobs where gated") == 22)
             #expect(try count(db, "select count(*)::bigint from courier.jobs where gated and destination = 'http://free.test:80'") == 0)
             // A dead letter of a destination gated after it failed comes back gated when replayed.
@@ -312,7 +302,7 @@ import Testing
             _ = try JobsTable.deadLetter([.init(id: failed[0].id, attempt: failed[0].attempt, lease: failed[0].lease, reason: .permanent,
                                                 errorJSON: #"{"class":"client"}"#, lastClass: .client, lastStatus: 400)],
                                          worker: worker, on: db)
-            try db.query("update courier.jobs set state = 'available', leased_by = null, lease_expires_at = null, attempt = 0")
+            try TestRows(db).release(.all, resetAttempts: true)
             _ = try DestinationsTable.merge(.init(destination: "http://later.test", maxInFlight: 3), on: db)
             #expect(try count(db, "select count(*)::bigint from courier.replay_dead_letters()") == 1)
             #expect(try count(db, "select count(*)::bigint from courier.jobs where gated and url = 'http://later.test/replayed'") == 1)
@@ -325,7 +315,7 @@ import Testing
     @Test func gatedDestinationsAreServedInTurn() throws {
         try CourierTestDatabase.with { (_, db) throws in
             for name in ["a", "b", "c"] {
-                try enqueue(db, 20, url: "http://\(name).test/x")
+                try TestRows(db).bulkJobs(20, url: "http://\(name).test/x")
                 _ = try DestinationsTable.merge(.init(destination: "http://\(name).test", maxInFlight: 100), on: db)
             }
             try keep(db)
@@ -342,7 +332,7 @@ import Testing
 
     @Test func theRetryBudgetDefersRetriesButNotFirstAttempts() throws {
         try CourierTestDatabase.with { (_, db) throws in
-            try enqueue(db, 40, url: "http://budget.test/x")
+            try TestRows(db).bulkJobs(40, url: "http://budget.test/x")
             // 20 of them are retries (an attempt behind them).
             try db.query("update courier.jobs set attempt = 1 where id in (select id from courier.jobs order by id limit 20)")
             _ = try DestinationsTable.merge(.init(destination: "http://budget.test", retryBudgetPercent: 10), on: db)
@@ -359,12 +349,12 @@ import Testing
 
     @Test func retryAfterAndAnOpenBreakerApplyOnTopOfTheLimits() throws {
         try CourierTestDatabase.with { (_, db) throws in
-            try enqueue(db, 5, url: "http://limited.test/x")
+            try TestRows(db).bulkJobs(5, url: "http://limited.test/x")
             _ = try DestinationsTable.merge(.init(destination: "http://limited.test", maxInFlight: 5), on: db)
             try keep(db)
             try BreakersTable.pause(destination: "http://limited.test:80", milliseconds: 60_000, on: db)
             #expect(try JobsTable.claimGated(queue: "default", limit: 10, worker: UUID(), leaseMilliseconds: lease, on: db).isEmpty)
-            try db.query("update courier.breakers set not_before = null")
+            try TestRows(db).setNotBefore(nil, nil)
             _ = try BreakersTable.force(destination: "http://limited.test:80", action: .open, on: db)
             #expect(try JobsTable.claimGated(queue: "default", limit: 10, worker: UUID(), leaseMilliseconds: lease, on: db).isEmpty)
             _ = try BreakersTable.force(destination: "http://limited.test:80", action: .close, on: db)
@@ -376,8 +366,8 @@ import Testing
 
     @Test func aPausedQueueYieldsNothingToEitherClaim() throws {
         try CourierTestDatabase.with { (_, db) throws in
-            try enqueue(db, 3, url: "http://plain.test/x", queue: "q")
-            try enqueue(db, 3, url: "http://capped.test/x", queue: "q")
+            try TestRows(db).bulkJobs(3, url: "http://plain.test/x") { $0.queue = "q" }
+            try TestRows(db).bulkJobs(3, url: "http://capped.test/x") { $0.queue = "q" }
             _ = try DestinationsTable.merge(.init(destination: "http://capped.test", maxInFlight: 5), on: db)
             try keep(db)
             #expect(try QueueSettingsTable.setPaused(queue: "q", true, on: db) == false)
@@ -391,7 +381,7 @@ import Testing
 
     @Test func breakerHoldsAndReleasesHappenInBoundedKeeperBatches() throws {
         try CourierTestDatabase.with { (_, db) throws in
-            try enqueue(db, 2500, url: "http://outage.test/x")
+            try TestRows(db).bulkJobs(2500, url: "http://outage.test/x")
             _ = try BreakersTable.force(destination: "http://outage.test:80", action: .open, on: db)
             // Opening holds nothing inline any more.
             #expect(try count(db, "select count(*)::bigint from courier.jobs where held_since is not null") == 0)

@@ -134,7 +134,7 @@ import Testing
             #expect(holder.renewed == [WorkerStateMachine.Lease(id: job, token: 1)], "and the holder told which lease was proven")
             let live = try WorkersTable.live(on: db)
             #expect(live.count == 1, "the worker registered itself")
-            try db.execute("update courier.jobs set cancel_requested_at = now() where id = \(job)")
+            try TestRows(db).requestCancel(.id(job))
             heartbeater.requestCancelCheck()
             _ = heartbeater.runOnce(now: .now + .milliseconds(10))
             #expect(holder.cancelled == [job])
@@ -246,7 +246,7 @@ extension ServiceTests {
             try BreakersTable.pause(destination: destination, milliseconds: 3_600_000, on: db)
             #expect(try BreakersTable.dueForProbe(queues: ["default"], on: db).isEmpty)
             #expect(try BreakersTable.tryProbe(destination: destination, worker: UUID(), probeLeaseMilliseconds: 1000, on: db) == nil)
-            try db.simpleQuery("update courier.breakers set not_before = now() - interval '1 second'")
+            try TestRows(db).setNotBefore(nil, .seconds(-1))
             #expect(try BreakersTable.dueForProbe(queues: ["default"], on: db) == [destination])
             #expect(try BreakersTable.tryProbe(destination: destination, worker: UUID(), probeLeaseMilliseconds: 1000, on: db) != nil)
         }

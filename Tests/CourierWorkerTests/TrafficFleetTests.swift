@@ -15,9 +15,6 @@ import Testing
          "--poll-interval", "200ms", "--backoff-base", "100ms", "--backoff-cap", "500ms", "--shutdown-grace", "5s"]
     }
 
-    func enqueue(_ db: PostgresConnection, _ n: Int, url: String) throws {
-        _ = try JobsTable.enqueueMany((0..<n).map { EnqueueRequest(url: url + "/\($0)") }, on: db)
-    }
 
     func completed(_ db: PostgresConnection, _ destination: String) throws -> Int {
         try db.query("select count(*)::bigint from courier.completed_jobs where destination = \(destination)")
@@ -47,8 +44,8 @@ import Testing
         let cap = 4
         _ = try DestinationsTable.merge(.init(destination: destination(of: capped), maxInFlight: cap, slowStartMilliseconds: 0), on: db)
         // The capped backlog first (older), then the healthy destination's jobs behind it.
-        try enqueue(db, 100, url: capped.baseURL + "/capped")
-        try enqueue(db, 20, url: healthy.baseURL + "/healthy")
+        try TestRows(db).bulkJobs(100, url: capped.baseURL + "/capped", numbered: true)
+        try TestRows(db).bulkJobs(20, url: healthy.baseURL + "/healthy", numbered: true)
 
         let workers = try startWorkers(database.url)
         defer { workers.forEach { $0.cleanUp() } }
@@ -85,7 +82,7 @@ import Testing
         let burst = 2
         _ = try DestinationsTable.merge(.init(destination: destination(of: server), ratePerSecond: rate, burst: burst), on: db)
         let total = 100
-        try enqueue(db, total, url: server.baseURL + "/rated")
+        try TestRows(db).bulkJobs(total, url: server.baseURL + "/rated", numbered: true)
 
         let workers = try startWorkers(database.url)
         defer { workers.forEach { $0.cleanUp() } }
@@ -118,12 +115,12 @@ import Testing
         let other = try FaultServer(defaultBehavior: .json200)
         defer { other.stop() }
         _ = try DestinationsTable.setPaused(destination: destination(of: paused), true, on: db)
-        try enqueue(db, 30, url: paused.baseURL + "/paused")
+        try TestRows(db).bulkJobs(30, url: paused.baseURL + "/paused", numbered: true)
 
         let workers = try startWorkers(database.url)
         defer { workers.forEach { $0.cleanUp() } }
         // Other traffic flows meanwhile; once it has, the paused jobs have had every chance.
-        try enqueue(db, 10, url: other.baseURL + "/other")
+        try TestRows(db).bulkJobs(10, url: other.baseURL + "/other", numbered: true)
         #expect(try await eventually(timeout: .seconds(60), every: .milliseconds(50)) { try completed(db, destination(of: other)) == 10 })
         try await Task.sleep(for: .seconds(1))
         #expect(paused.requestCount() == 0, "a paused destination gets no request")
@@ -150,7 +147,7 @@ extension TrafficFleetTests {
         _ = try DestinationsTable.merge(.init(destination: destination(of: server), maxInFlight: cap,
                                               slowStartMilliseconds: Int64(slowStart * 1000)), on: db)
         try BreakersTable.force(destination: destination(of: server), action: .open, on: db)
-        try enqueue(db, 150, url: server.baseURL + "/ramp")
+        try TestRows(db).bulkJobs(150, url: server.baseURL + "/ramp", numbered: true)
 
         let workers = try startWorkers(database.url)
         defer { workers.forEach { $0.cleanUp() } }
@@ -199,7 +196,7 @@ extension TrafficFleetTests {
         let slowStart = 4.0
         _ = try DestinationsTable.merge(.init(destination: destination(of: server), slowStartMilliseconds: Int64(slowStart * 1000)), on: db)
         try BreakersTable.force(destination: destination(of: server), action: .open, on: db)
-        try enqueue(db, 300, url: server.baseURL + "/ramp")
+        try TestRows(db).bulkJobs(300, url: server.baseURL + "/ramp", numbered: true)
 
         let workers = try startWorkers(database.url)
         defer { workers.forEach { $0.cleanUp() } }
