@@ -37,7 +37,10 @@ import Testing
             var request = EnqueueRequest(url: server.baseURL + "/lost-claim")
             request.runAt = Date().addingTimeInterval(0.5)
             let id = try JobsTable.enqueue(request, on: db)
-            try await Task.sleep(for: .milliseconds(700))   // a measured window: the job falls due
+            // The job falls due by the database's clock (the claim's own test of run_at).
+            #expect(try await eventually(timeout: .seconds(10)) {
+                try db.query("select run_at <= now() from courier.jobs where id = \(id)").rows[0].decode(0, as: Bool.self)
+            })
             proxy.holdReplies()
             // Woken as the listener wakes it on a NOTIFY: the claim commits, its answer waits in the proxy.
             worker.worker.claimer.noteNotification()
@@ -101,21 +104,29 @@ import Testing
             let chaosEnds = ContinuousClock.now + .seconds(10)
             while ContinuousClock.now < chaosEnds {
                 let proxy = proxies[Int.random(in: 0..<proxies.count, using: &rng)]
+                // The chaos schedule's pacing is a measured window by design: how long replies
+                // are held, and the calm between faults.
+                let hold: Duration?
+                var mayCut = false
                 switch Int.random(in: 0..<4, using: &rng) {
                 case 0:
                     proxy.cutConnections()
+                    hold = nil
                 case 1, 2:
-                    proxy.holdReplies()
-                    try await Task.sleep(for: .milliseconds(Int.random(in: 100...900, using: &rng)))
-                    if Bool.random(using: &rng) { proxy.cutConnections() }
-                    proxy.releaseReplies()
+                    hold = .milliseconds(Int.random(in: 100...900, using: &rng))
+                    mayCut = true
                 default:
                     // Longer than the fence trusts a lease (2.4 s of 3): the worker aborts what it runs.
+                    hold = .milliseconds(2_800)
+                }
+                if let hold {
                     proxy.holdReplies()
-                    try await Task.sleep(for: .milliseconds(2_800))
+                    try await Task.sleep(for: hold)   // a measured window: replies held
+                    if mayCut, Bool.random(using: &rng) { proxy.cutConnections() }
                     proxy.releaseReplies()
                 }
-                try await Task.sleep(for: .milliseconds(Int.random(in: 100...400, using: &rng)))
+                let calm = Duration.milliseconds(Int.random(in: 100...400, using: &rng))
+                try await Task.sleep(for: calm)   // a measured window: calm between faults
             }
             let finished = try await eventually(timeout: .seconds(120)) {
                 try db.query("select count(*)::int from courier.jobs where id = any(\(ids))").rows[0].decode(0, as: Int.self) == 0

@@ -158,10 +158,15 @@ import Testing
             "--poll-interval", "1h", "--log-level", "debug",
         ])
         defer { worker.cleanUp() }
-        // The worker is listening once it has registered and had time to LISTEN; a job
-        // enqueued before that would be found by the first claim anyway.
+        // The worker is listening once it has registered and its listen connection has sent
+        // LISTEN (pg_stat_activity shows that backend's last statement); a job enqueued before
+        // that would be found by the first claim anyway.
         #expect(try await eventually { try direct.query("select count(*)::int from courier.workers").rows[0].decode(0, as: Int.self) == 1 })
-        try await Task.sleep(for: .seconds(1))
+        #expect(try await eventually {
+            try direct.query("""
+                select count(*)::int from pg_stat_activity where application_name = 'jobworker-listen' and query ilike 'listen %'
+                """).rows[0].decode(0, as: Int.self) >= 1
+        }, "the worker's listen connection sent LISTEN")
         let (status, output) = try SpawnedProcess.run("jobctl", ["enqueue", "--url", server.baseURL + "/hello", "--database-url", url])
         #expect(status == 0, "enqueue: \(output)")
         #expect(try await eventually { server.requestCount(path: "/hello") >= 1 }, "NOTIFY woke the worker: \(worker.output)")

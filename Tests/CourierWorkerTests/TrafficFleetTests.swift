@@ -23,6 +23,21 @@ import Testing
 
     func destination(of server: FaultServer) -> String { "http://127.0.0.1:\(server.port)" }
 
+    /// The fleet's claim rounds, seen from outside the worker processes: `rounds` batches
+    /// of jobs for `canary`, each finished before the next is enqueued, so the fleet has
+    /// claimed that many times more since the call. "N rounds passed and still nothing
+    /// happened" in place of a fixed sleep.
+    func fleetClaimedAgain(_ db: PostgresConnection, canary: FaultServer, rounds: Int = 2) async throws -> Bool {
+        let before = try completed(db, destination(of: canary))
+        for round in 1...rounds {
+            try TestRows(db).bulkJobs(5, url: canary.baseURL + "/canary", numbered: true)
+            guard try await eventually(timeout: .seconds(60), every: .milliseconds(50), {
+                try completed(db, destination(of: canary)) == before + 5 * round
+            }) else { return false }
+        }
+        return true
+    }
+
     func startWorkers(_ url: String) throws -> [SpawnedProcess] {
         try (0..<3).map { _ in try SpawnedProcess("jobworker", workerArguments(url)) }
     }
@@ -122,7 +137,7 @@ import Testing
         // Other traffic flows meanwhile; once it has, the paused jobs have had every chance.
         try TestRows(db).bulkJobs(10, url: other.baseURL + "/other", numbered: true)
         #expect(try await eventually(timeout: .seconds(60), every: .milliseconds(50)) { try completed(db, destination(of: other)) == 10 })
-        try await Task.sleep(for: .seconds(1))
+        #expect(try await fleetClaimedAgain(db, canary: other))
         #expect(paused.requestCount() == 0, "a paused destination gets no request")
         #expect(try db.query("select count(*)::bigint from courier.jobs where attempt > 0").rows[0].decode(0, as: Int.self) == 0,
                 "waiting used no attempt")
@@ -151,7 +166,9 @@ extension TrafficFleetTests {
 
         let workers = try startWorkers(database.url)
         defer { workers.forEach { $0.cleanUp() } }
-        try await Task.sleep(for: .seconds(1))
+        let canary = try FaultServer(defaultBehavior: .json200)
+        defer { canary.stop() }
+        #expect(try await fleetClaimedAgain(db, canary: canary))
         #expect(server.requestCount() == 0, "nothing is sent while the breaker is open")
         // Closing the breaker starts the ramp on the database's clock; the receiver's clock
         // starts here, a moment later, so the bound below errs on the generous side by that moment.
@@ -205,7 +222,9 @@ extension TrafficFleetTests {
             try db.query("select coalesce(sum(concurrency), 0)::bigint from courier.workers where stopping_at is null")
                 .rows[0].decode(0, as: Int.self) == slots
         })
-        try await Task.sleep(for: .seconds(1))
+        let canary = try FaultServer(defaultBehavior: .json200)
+        defer { canary.stop() }
+        #expect(try await fleetClaimedAgain(db, canary: canary))
         #expect(server.requestCount() == 0, "nothing is sent while the breaker is open")
         let closedAt = FaultServer.monotonicNanos()
         try BreakersTable.force(destination: destination(of: server), action: .close, on: db)
