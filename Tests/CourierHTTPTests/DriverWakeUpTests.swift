@@ -17,7 +17,7 @@ struct DriverWakeUpTests {
     private func withSleepyTransport(_ body: (CurlTransport) async throws -> Void) async throws {
         let transport = try makeTransport(idleWaitMilliseconds: Self.tenMinutes)
         let watchdog = Task {
-            try await Task.sleep(for: .seconds(60))
+            try await Task.sleep(for: .seconds(60))   // a watchdog, not a wait: cancelled when the body returns
             Issue.record("the watchdog shut the transport down: a wake-up was lost")
             transport.shutdown()
         }
@@ -71,7 +71,7 @@ struct DriverWakeUpTests {
             // Not coordination: libcurl's connect-phase timers (Happy Eyeballs fires after
             // 200 ms) would wake the driver by themselves and hide a lost wake-up. After
             // this second the driver sleeps until something wakes it.
-            try await Task.sleep(for: .seconds(1))
+            try await Task.sleep(for: .seconds(1))   // a measured window (see above)
             for task in tasks { task.cancel() }
             var outcomes: [TransportOutcome] = []
             for task in tasks { outcomes.append(await task.value) }

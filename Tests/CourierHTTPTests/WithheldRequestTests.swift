@@ -61,7 +61,7 @@ struct WithheldRequestTests {
         second.mayStillSend = { allowed.withLock { $0 } }
         async let secondOutcome = transport.send(second)
         // While the second waits for the connection, its sender changes its mind; then the connection frees.
-        try await Task.sleep(for: .milliseconds(100))
+        try await Task.sleep(for: .milliseconds(100))   // a measured window: libcurl has queued the second (no event shows it)
         allowed.withLock { $0 = false }
         server.releaseHolds()
 

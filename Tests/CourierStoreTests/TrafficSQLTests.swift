@@ -228,7 +228,7 @@ import Testing
             var total = 3
             while ContinuousClock.now - started < .seconds(2) {
                 total += try JobsTable.claimGated(queue: "default", limit: 100, worker: worker, leaseMilliseconds: lease, on: db).count
-                Thread.sleep(forTimeInterval: 0.02)
+                Thread.sleep(forTimeInterval: 0.02)   // a measured window: the rate is measured over 2 s
             }
             let elapsed = Double((ContinuousClock.now - started).components.seconds) + Double((ContinuousClock.now - started).components.attoseconds) / 1e18
             // At most burst + rate x elapsed; and the bucket kept refilling.

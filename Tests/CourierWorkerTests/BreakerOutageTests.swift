@@ -91,7 +91,7 @@ import Testing
         #expect(try breakerState(db, down) != "closed", "...and the dead destination's breaker stayed open meanwhile")
 
         // 3. During the next 6 s at most 3 requests reach the dead destination from the whole fleet.
-        try await Task.sleep(until: windowClock + .seconds(6), clock: .continuous)
+        try await Task.sleep(until: windowClock + .seconds(6), clock: .continuous)   // a measured window: 6 s
         let windowEnd = windowStart.addingTimeInterval(6)
         let inWindow = failing.requests.filter {
             $0.pathWithoutQuery == Self.downPath && $0.arrivedAt >= windowStart && $0.arrivedAt < windowEnd
@@ -100,7 +100,7 @@ import Testing
         #expect(inWindow.count >= 1, "the fleet probes the destination after the 2 s cooldown")
 
         // 4. No job spent an attempt while the breaker was open, except the probes: one attempt per probe grant.
-        try await Task.sleep(until: windowClock + .seconds(8), clock: .continuous)
+        try await Task.sleep(until: windowClock + .seconds(8), clock: .continuous)   // a measured window: to 8 s
         var snapshot: (attempts: [Int64: Int], requests: Int)?
         let consistent = try await eventually(timeout: .seconds(30)) {
             // A consistent snapshot: no probe running, and no request arrived while reading.

@@ -38,7 +38,7 @@ import Testing
             let path = "/b/\(i)"
             sent[path] = FaultServer.monotonicNanos()
             _ = try JobsTable.enqueue(EnqueueRequest(url: server.baseURL + path), on: db)
-            try await Task.sleep(for: every)
+            try await Task.sleep(for: every)   // a measured window: the trickle's pacing
         }
         return sent
     }

@@ -21,7 +21,7 @@ import Testing
             await runner.run { lease in
                 // Runs until cancelled or 30 s pass (the uncancelled job is released by its own timeout).
                 let limit = lease.id == 2 ? Duration.milliseconds(200) : .seconds(30)
-                try? await Task.sleep(for: limit)
+                try? await Task.sleep(for: limit)   // a measured window: the job's own work, ended early by a cancel
                 seen.record(lease, Task.isCancelled)
             }
         }

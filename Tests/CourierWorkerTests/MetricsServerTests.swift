@@ -1,4 +1,5 @@
 @testable import CourierWorker
+import CourierCore
 import CourierHTTPServer
 import CourierTestSupport
 import Foundation
@@ -88,19 +89,22 @@ import Glibc
         let request = Array("GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n".utf8)
         let dribbler = try MetricsTestConnection(port: server.port)
         let port = server.port
-        // One byte every 100 ms, on its own thread.
+        // One byte every 100 ms, on its own thread: the dribble's pacing is a measured window.
+        let dribbledBytes = Locked(0)
         let dribbled = Task.detached { () -> MetricsTestResponse? in
             for byte in request {
                 dribbler.send([byte])
+                dribbledBytes.withLock { $0 += 1 }
                 try? await Task.sleep(for: .milliseconds(100))
             }
             return dribbler.readToEnd(timeout: .seconds(20)).flatMap { try? MetricsTestResponse($0) }
         }
         var answered = 0
-        for _ in 0..<20 {
+        for check in 0..<20 {
+            // Each check after the dribbler's next byte: all of them while its head is incomplete.
+            _ = await eventually(timeout: .seconds(10)) { dribbledBytes.withLock { $0 } > check }
             try expectHealthy(server, "while slow clients are connected")
             answered += 1
-            try await Task.sleep(for: .milliseconds(50))
         }
         #expect(answered == 20)
         let slow = await dribbled.value

@@ -88,7 +88,7 @@ import Testing
         #expect(try await eventually(timeout: .seconds(60), every: .milliseconds(100)) { server.requestCount() >= 200 })
         let stop = try SpawnedProcess.run("jobctl", ["devdb", "stop", "--dir", dir, "--port", port])
         #expect(stop.status == 0, "devdb stop: \(stop.output)")
-        try await Task.sleep(for: .seconds(3))
+        try await Task.sleep(for: .seconds(3))   // a measured window: 3 s without the database
         let allRunning = workers.allSatisfy { $0.isRunning }
         #expect(allRunning, "workers keep running while the database is away")
         let restart = try SpawnedProcess.run("jobctl", ["devdb", "start", "--dir", dir, "--port", port, "--fast"])
