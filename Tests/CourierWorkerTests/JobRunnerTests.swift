@@ -1,3 +1,4 @@
+import CourierTestSupport
 @testable import CourierWorker
 import Foundation
 import Testing
@@ -17,15 +18,19 @@ import Testing
     @Test func aCancelReachesARunningJobAndOnlyThatJob() async throws {
         let runner = JobRunner()
         let seen = Seen()
+        let one = Lease(id: 1, token: 1), two = Lease(id: 2, token: 1)
         let group = Task {
             await runner.run { lease in
-                // Runs until cancelled or 30 s pass (the uncancelled job is released by its own timeout).
-                let limit = lease.id == 2 ? Duration.milliseconds(200) : .seconds(30)
-                try? await Task.sleep(for: limit)   // a measured window: the job's own work, ended early by a cancel
+                if lease == one {
+                    // Runs until cancelled (the timeout only keeps a broken test from hanging).
+                    _ = await eventually(timeout: .seconds(30)) { Task.isCancelled }
+                } else {
+                    // Ends once the cancelled job has ended: it was running all the while.
+                    _ = await eventually(timeout: .seconds(30)) { seen.all[one] != nil }
+                }
                 seen.record(lease, Task.isCancelled)
             }
         }
-        let one = Lease(id: 1, token: 1), two = Lease(id: 2, token: 1)
         runner.submit([one, two])
         // The same job id with another attempt is a different lease and is not touched.
         runner.cancel([Lease(id: 2, token: 7), one])
