@@ -192,21 +192,24 @@ public struct TestRows {
     // MARK: Dead letters
 
     /// `n` dead letters written by hand (no job history behind them), `exhausted` after
-    /// five attempts by default, failed `failedAgo` before now and, with `replayedAgo`,
-    /// replayed that long ago. Returns the job ids they carry.
+    /// five attempts by default, created `createdAgo` and failed `failedAgo` before now and,
+    /// with `replayedAgo`, replayed that long ago. Each carries a fresh id from the jobs'
+    /// sequence; returns those ids.
     @discardableResult
     public func deadLetters(_ n: Int, destination: String = "https://c.example.com:443", url: String = "https://c.example.com/x",
                             reason: String = "exhausted", queue: String = "default", attempt: Int = 5,
-                            failedAgo: Duration = .seconds(1800), replayedAgo: Duration? = nil) throws -> [Int64] {
+                            createdAgo: Duration = .seconds(3600), failedAgo: Duration = .seconds(1800),
+                            replayedAgo: Duration? = nil) throws -> [Int64] {
         try db.query(PostgresQuery(unsafeSQL: """
             insert into courier.dead_letters (job_id, reason, kind, queue, priority, destination, method, url, headers,
                 timeout_ms, max_attempts, attempt, created_at, failed_at, replayed_at)
             select nextval(pg_get_serial_sequence('courier.jobs', 'id')), $2::text, 'http', $3::text, 0, $4::text, 'POST', $5::text,
-                '{}'::jsonb, 30000, greatest($6::int, 5), $6::int, now() - interval '1 hour' - $7::float8 * interval '1 millisecond',
+                '{}'::jsonb, 30000, greatest($6::int, 5), $6::int, now() - $9::float8 * interval '1 millisecond',
                 now() - $7::float8 * interval '1 millisecond', now() - $8::float8 * interval '1 millisecond'
             from generate_series(1, $1::int)
             returning job_id
-            """, binds: [n, reason, queue, destination, url, attempt, failedAgo.sqlMilliseconds, replayedAgo?.sqlMilliseconds]))
+            """, binds: [n, reason, queue, destination, url, attempt, failedAgo.sqlMilliseconds, replayedAgo?.sqlMilliseconds,
+                     createdAgo.sqlMilliseconds]))
             .rows.map { try $0.decode(0, as: Int64.self) }
     }
 }

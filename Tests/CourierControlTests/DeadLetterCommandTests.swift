@@ -180,13 +180,8 @@ struct DeadLetterCommandTests {
     @Test func forceReplaysEveryMatchingRowExactlyOnceAcrossChunks() throws {
         try ControlFixture.with { fixture throws in
             // More rows than one replay chunk holds, all replayed before.
-            try fixture.db.query("""
-                insert into courier.dead_letters (job_id, reason, kind, queue, priority, destination, method, url, headers,
-                    timeout_ms, max_attempts, attempt, created_at, failed_at, replayed_at)
-                select g, 'exhausted', 'http', 'default', 0, 'https://c.example.com:443', 'POST', 'https://c.example.com/x',
-                    '{}', 30000, 5, 5, now() - interval '1 hour', now() - interval '30 minutes', now() - interval '10 minutes'
-                from generate_series(1, 12000) g
-                """)
+            try TestRows(fixture.db).deadLetters(12_000, destination: "https://c.example.com:443", url: "https://c.example.com/x",
+                                                 failedAgo: .seconds(1800), replayedAgo: .seconds(600))
             let result = fixture.run(["dead", "replay", "--all", "--force", "--json"])
             #expect(result.status == 0, "\(result)")
             #expect((try result.object()["replayed"] as? NSNumber)?.intValue == 12_000)
@@ -292,13 +287,8 @@ struct DeadLetterCommandTests {
     @Test(arguments: [true, false])
     func longReplayShowsProgressOnlyOnATerminal(_ terminal: Bool) throws {
         try ControlFixture.with { fixture throws in
-            try fixture.db.query("""
-                insert into courier.dead_letters (job_id, reason, kind, queue, priority, destination, method, url, headers,
-                    timeout_ms, max_attempts, attempt, created_at, failed_at)
-                select g, 'exhausted', 'http', 'default', 0, 'https://c.example.com:443', 'POST', 'https://c.example.com/x',
-                    '{}', 30000, 5, 5, now() - interval '1 hour', now() - interval '30 minutes'
-                from generate_series(1, 12000) g
-                """)
+            try TestRows(fixture.db).deadLetters(12_000, destination: "https://c.example.com:443", url: "https://c.example.com/x",
+                                                 failedAgo: .seconds(1800))
             let result = fixture.run(["dead", "replay", "--all", "--rate", "1000/s"], terminal: terminal)
             #expect(result.status == 0, "\(result)")
             #expect(result.out.hasPrefix("replayed 12000 dead letters (https://c.example.com:443: 12000), paced over 12.0s at 1000/s"),
