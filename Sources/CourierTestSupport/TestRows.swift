@@ -1,3 +1,4 @@
+import CourierCore
 import CourierStore
 import Foundation
 import Postgres
@@ -187,6 +188,24 @@ public struct TestRows {
             update courier.destinations set ramp_started_at = now() - $2::float8 * interval '1 millisecond'
             where $1::text is null or destination = $1::text
             """, binds: [destination, ago.sqlMilliseconds]))
+    }
+
+    // MARK: Schedules
+
+    /// An HTTP job template POSTing to `url` (what `jobctl schedule add --url` stores).
+    public static func httpTemplate(_ url: String) -> String {
+        #"{"url": "\#(url)", "method": "POST"}"#
+    }
+
+    /// Adds a schedule through `SchedulesTable.add` (the jobctl path): every `everySeconds`
+    /// or on `cron`, with `missed` and `paused` as given; `template` is the job's JSON.
+    public func schedule(_ name: String, everySeconds: Int64? = nil, cron: String? = nil,
+                         template: String = TestRows.httpTemplate("https://hooks.example.com/scheduled"),
+                         missed: MissedRunPolicy = .default, paused: Bool = false) throws {
+        var schedule = SchedulesTable.Schedule(name: name, cron: cron, everySeconds: everySeconds, template: template)
+        schedule.missed = missed
+        try SchedulesTable.add(schedule, on: db)
+        if paused { _ = try SchedulesTable.setPaused(name, true, on: db) }
     }
 
     // MARK: Dead letters

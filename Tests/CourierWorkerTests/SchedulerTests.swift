@@ -12,9 +12,7 @@ import Testing
 @Suite struct SchedulerTests {
     static func utc(_ text: String) -> Date { try! Date(text, strategy: Date.ISO8601FormatStyle()) }
 
-    static func httpTemplate(_ path: String) -> String {
-        #"{"url": "https://hooks.example.com/\#(path)", "method": "POST"}"#
-    }
+    static func httpTemplate(_ path: String) -> String { TestRows.httpTemplate("https://hooks.example.com/" + path) }
 
     func scheduler(_ database: TestDatabase, _ logs: LogCapture, _ metrics: WorkerMetrics = WorkerMetrics()) -> Scheduler {
         Scheduler(configuration: Scheduler.Configuration(),
@@ -29,10 +27,8 @@ import Testing
     @Test func missedPoliciesAfterAFullStop() throws {
         try CourierTestDatabase.with { database, db in
             for policy in MissedRunPolicy.allCases {
-                var schedule = SchedulesTable.Schedule(name: "every-minute-\(policy.rawValue)", everySeconds: 60,
-                                                       template: Self.httpTemplate(policy.rawValue))
-                schedule.missed = policy
-                try SchedulesTable.add(schedule, on: db)
+                try TestRows(db).schedule("every-minute-\(policy.rawValue)", everySeconds: 60,
+                                          template: Self.httpTemplate(policy.rawValue), missed: policy)
             }
             let logs = LogCapture()
             let metrics = WorkerMetrics()
@@ -87,7 +83,7 @@ import Testing
 
     @Test func onTimeSlotsRunPauseStopsAndResumeDoesNotCatchUp() throws {
         try CourierTestDatabase.with { database, db in
-            try SchedulesTable.add(SchedulesTable.Schedule(name: "tick", everySeconds: 1, template: Self.httpTemplate("tick")), on: db)
+            try TestRows(db).schedule("tick", everySeconds: 1, template: Self.httpTemplate("tick"))
             let scheduler = scheduler(database, LogCapture())
             try #require(scheduler.pass(now: Self.utc("2030-01-01T00:00:00Z")))
             // Three slots due, at most 2 s late: all run, even with missed = skip's sibling default.
@@ -108,9 +104,8 @@ import Testing
 
     @Test func handlerJobsDeadlinesAndRunHistory() throws {
         try CourierTestDatabase.with { database, db in
-            try SchedulesTable.add(SchedulesTable.Schedule(
-                name: "report", cron: "0 * * * *",
-                template: #"{"kind": "report.build", "args": {"day": 1}, "queue": "reports", "within_ms": 600000}"#), on: db)
+            try TestRows(db).schedule("report", cron: "0 * * * *",
+                                      template: #"{"kind": "report.build", "args": {"day": 1}, "queue": "reports", "within_ms": 600000}"#)
             let scheduler = scheduler(database, LogCapture())
             try #require(scheduler.pass(now: Self.utc("2030-01-01T09:59:00Z")))
             #expect(try #require(scheduler.pass(now: Self.utc("2030-01-01T10:00:01Z"))).enqueued == 1)
