@@ -87,9 +87,7 @@ final class ControlFixture: @unchecked Sendable {
     /// Enqueues through the store, for tests that need jobs but do not test enqueue.
     @discardableResult
     func enqueue(_ url: String = "http://example.com/hook", _ configure: (inout EnqueueRequest) -> Void = { _ in }) throws -> Int64 {
-        var request = EnqueueRequest(url: url)
-        configure(&request)
-        return try JobsTable.enqueue(request, on: db)
+        try TestRows(db).job(url: url, configure)
     }
 
     /// Inserts a dead letter directly, with every field a filter can look at.

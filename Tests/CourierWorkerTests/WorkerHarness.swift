@@ -88,9 +88,7 @@ final class WorkerHarness: @unchecked Sendable {
 
     @discardableResult
     func enqueue(_ path: String, _ configure: (inout EnqueueRequest) -> Void = { _ in }) throws -> Int64 {
-        var request = EnqueueRequest(url: server.baseURL + path)
-        configure(&request)
-        return try JobsTable.enqueue(request, on: db)
+        try TestRows(db).job(url: server.baseURL + path, configure)
     }
 
     func job(_ id: Int64) throws -> JobRecord? { try JobsTable.get(id: id, on: db) }
