@@ -50,9 +50,9 @@ FAMILIES = [
         "about": "courier.jobs, the queue itself (waiting and running jobs), and courier.completed_jobs, "
                  "the optional archive of finished ones; the functions that enqueue (enqueue, enqueue_job), "
                  "claim (claim and its helpers), renew leases and acknowledge (complete_jobs, retry_jobs, "
-                 "hand_back_jobs, dead_letter_jobs) jobs, and the trigger that checks an enqueuer's destination.",
+                 "hand_back_jobs, refuse_jobs, dead_letter_jobs) jobs, and the trigger that checks an enqueuer's destination.",
         "objects": ["jobs", "jobs_id_seq", "completed_jobs"],
-        "functions": ["has_due_job", "complete_jobs", "retry_jobs", "hand_back_jobs", "dead_letter_jobs",
+        "functions": ["has_due_job", "complete_jobs", "retry_jobs", "hand_back_jobs", "refuse_jobs", "dead_letter_jobs",
                       "renew_leases", "check_enqueuer_destination"],
         "prefixes": ["claim", "enqueue", "jobs_"],
     },

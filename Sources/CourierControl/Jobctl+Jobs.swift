@@ -37,6 +37,10 @@ extension Jobctl {
         if job.cancelRequestedAt != nil { lines.append("cancel:          requested") }
         if let letter = job.deadLetterID { lines.append("dead letter:     \(letter) (jobctl dead show \(letter))") }
         if job.heldSince != nil { lines.append("held:            the destination's circuit breaker is open (no attempts are used)") }
+        if let refusal = job.refusal {
+            lines.append("waits because:   no worker's configuration could run it, \(refusal.count) refusal\(refusal.count == 1 ? "" : "s") "
+                         + "since \(Timestamp.format(refusal.since)); the last: \(refusal.reason)")
+        }
         for name in job.headers.keys.sorted() {
             lines.append("header:          \(name): \(job.headers[name] ?? "")")
         }

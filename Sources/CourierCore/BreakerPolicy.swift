@@ -4,7 +4,8 @@
 /// 50% over a 60 s window once 20 outcomes were seen there; stay open 30 s,
 /// doubling after each failed probe up to 10 min, every open period (the first
 /// too) varied by up to ±20%; a probe holds its lease for 30 s, or for the job lease when
-/// that is longer (``probeLease(forJobLease:)``).
+/// that is longer (``probeLease(forJobLease:)``); a timeout counts against the destination
+/// only when the job allowed at least 1 s (``timeoutEvidenceFloor``).
 public struct BreakerPolicy: Sendable, Equatable {
     /// Consecutive failures that trip the breaker (`--breaker-failures`, default 5).
     public var failureThreshold: Int
@@ -25,6 +26,12 @@ public struct BreakerPolicy: Sendable, Equatable {
     /// default 0.2), so breakers that opened together do not probe in lockstep. It never
     /// exceeds `cooldownMax`. The database applies the same rule (the worker draws the factor).
     public var cooldownJitter: Double
+    /// The shortest job timeout whose expiry counts as breaker evidence
+    /// (`--breaker-min-timeout`, default 1s). A job's `timeout_ms` is its enqueuer's choice:
+    /// a job that allowed 1 ms times out against the healthiest partner, and that says
+    /// nothing about the partner, which other tenants share. Such a timeout is still the
+    /// job's failure (retried or dead-lettered as usual); it only does not move the breaker.
+    public var timeoutEvidenceFloor: Duration
 
     /// Creates a policy; the defaults are Courier's.
     public init(
@@ -35,7 +42,8 @@ public struct BreakerPolicy: Sendable, Equatable {
         cooldown: Duration = .seconds(30),
         cooldownMax: Duration = .seconds(600),
         probeLease: Duration = .seconds(30),
-        cooldownJitter: Double = 0.2
+        cooldownJitter: Double = 0.2,
+        timeoutEvidenceFloor: Duration = .seconds(1)
     ) {
         self.failureThreshold = failureThreshold
         self.window = window
@@ -45,6 +53,17 @@ public struct BreakerPolicy: Sendable, Equatable {
         self.cooldownMax = cooldownMax
         self.probeLease = probeLease
         self.cooldownJitter = cooldownJitter
+        self.timeoutEvidenceFloor = timeoutEvidenceFloor
+    }
+
+    /// Whether a classified attempt of a job that allowed `jobTimeout` is evidence about its
+    /// destination's health: a success always is; a failure is when its class counts
+    /// (``Classification/countsAsBreakerFailure``), except a timeout of a job whose own
+    /// timeout is below ``timeoutEvidenceFloor``.
+    public func isEvidence(_ classification: Classification, jobTimeout: Duration) -> Bool {
+        if classification.succeeded { return true }
+        guard classification.countsAsBreakerFailure else { return false }
+        return classification.errorClass != .timeout || jobTimeout >= timeoutEvidenceFloor
     }
 
     /// Checks the values; errors name the worker flags.
@@ -72,6 +91,9 @@ public struct BreakerPolicy: Sendable, Equatable {
         }
         guard cooldownJitter >= 0, cooldownJitter <= 1 else {
             throw ValidationError(field: "--breaker-cooldown-jitter", message: "must be between 0 and 1")
+        }
+        guard timeoutEvidenceFloor >= .zero else {
+            throw ValidationError(field: "--breaker-min-timeout", message: "must not be negative")
         }
     }
 

@@ -32,13 +32,18 @@ public struct ClaimedJob: Sendable, Equatable {
     /// The previous retry delay, for decorrelated jitter.
     public var lastDelayMilliseconds: Int64?
     public var cancelRequested: Bool
-    /// When the job was enqueued (bounds how long a job no worker may send keeps coming back).
+    /// When the job was enqueued.
     public var createdAt: Date?
     /// The NAME of the job's own signing secret, if it has one.
     public var signingSecret: String?
     /// The NAME of the signing secret its destination sets as a default (`courier.destinations`),
     /// read at claim time, so a change applies from the next claim on.
     public var destinationSigningSecret: String?
+    /// The refusals in a row of this job by workers whose configuration could not run it,
+    /// since its last real attempt (`courier.refuse_jobs`); 0 when the last claim ran it.
+    public var refusals: Int
+    /// When the first of those refusals happened (nil without any).
+    public var refusedSince: Date?
 
     /// Set by the worker on the job of a breaker's half-open probe, which is sent although
     /// its destination is held back (it is how the destination gets tested). Not stored.
@@ -52,7 +57,8 @@ public struct ClaimedJob: Sendable, Equatable {
                 headersJSON: String = "{}", body: String? = nil, timeoutMilliseconds: Int = 30_000,
                 expectContentType: String? = nil, idempotencyKey: String? = nil, argsJSON: String? = nil,
                 lastDelayMilliseconds: Int64? = nil, cancelRequested: Bool = false, createdAt: Date? = nil,
-                signingSecret: String? = nil, destinationSigningSecret: String? = nil, lease: Int64? = nil) {
+                signingSecret: String? = nil, destinationSigningSecret: String? = nil, lease: Int64? = nil,
+                refusals: Int = 0, refusedSince: Date? = nil) {
         // A job built by hand (tests, tools) without a token gets its attempt number as one.
         self.lease = lease ?? Int64(attempt)
         self.createdAt = createdAt
@@ -76,6 +82,8 @@ public struct ClaimedJob: Sendable, Equatable {
         self.cancelRequested = cancelRequested
         self.signingSecret = signingSecret
         self.destinationSigningSecret = destinationSigningSecret
+        self.refusals = refusals
+        self.refusedSince = refusedSince
     }
 
     /// A claim's statement around `claimed`, a statement whose rows are claimed
@@ -105,7 +113,16 @@ public struct ClaimedJob: Sendable, Equatable {
         j.id, j.kind, j.queue, j.attempt, j.max_attempts, j.deadline, j.destination, j.method, j.url, j.headers::text,
         j.body, j.timeout_ms, j.expect_content_type, j.idempotency_key, j.args::text, j.last_delay_ms,
         j.cancel_requested_at is not null, j.created_at, j.signing_secret,
-        \(SigningSecretChoice.destinationDefaultSQL(for: "j.destination")), j.lease_seq
+        \(SigningSecretChoice.destinationDefaultSQL(for: "j.destination")), j.lease_seq,
+        \(refusalRunSQL)
+        """
+
+    /// The job's current run of refusals: its count and start, or 0 and NULL when an attempt
+    /// was made since the last refusal (the claim has counted this one already, hence the - 1).
+    /// The same rule as `courier.refuse_jobs`'s.
+    static let refusalRunSQL = """
+        case when j.refused_attempt = j.attempt - 1 then j.refusals else 0 end, \
+        case when j.refused_attempt = j.attempt - 1 then j.refused_since end
         """
 
     init(row: PostgresRow) throws {
@@ -120,7 +137,8 @@ public struct ClaimedJob: Sendable, Equatable {
             argsJSON: try row.decode(14, as: String?.self), lastDelayMilliseconds: try row.decode(15, as: Int64?.self),
             cancelRequested: try row.decode(16, as: Bool.self), createdAt: try row.decode(17, as: Date?.self),
             signingSecret: try row.decode(18, as: String?.self), destinationSigningSecret: try row.decode(19, as: String?.self),
-            lease: try row.decode(20, as: Int64.self)
+            lease: try row.decode(20, as: Int64.self),
+            refusals: try row.decode(21, as: Int.self), refusedSince: try row.decode(22, as: Date?.self)
         )
     }
 }

@@ -47,6 +47,16 @@ public struct JobRecord: Sendable, Equatable, Encodable {
     public var signingSecretFrom: SigningSecretChoice.Source? = nil
     /// For a dead job: the id of its dead letter (`jobctl dead show ID`).
     public var deadLetterID: Int64? = nil
+    /// For a waiting job that workers refused because their configuration cannot run it: the
+    /// refusals in a row since its last real attempt, since when, and the last reason.
+    public var refusal: Refusal? = nil
+
+    /// Why workers keep handing a job back (``refusal``).
+    public struct Refusal: Sendable, Equatable, Encodable {
+        public var count: Int
+        public var since: Date
+        public var reason: String
+    }
     /// For a succeeded job: the archive (`courier.completed_jobs`) keeps only some of the
     /// job's fields, so ``priority``, ``maxAttempts``, ``headers`` and
     /// ``timeoutMilliseconds`` hold placeholders that the JSON leaves out, never shows.
@@ -69,6 +79,7 @@ public struct JobRecord: Sendable, Equatable, Encodable {
         case durationMilliseconds = "duration_ms"
         case signingSecret = "signing_secret", signingSecretFrom = "signing_secret_from"
         case deadLetterID = "dead_letter_id"
+        case refusal
     }
 
     /// The fields the succeeded-jobs archive does not keep (see ``archivedFieldsOnly``).
@@ -111,6 +122,7 @@ public struct JobRecord: Sendable, Equatable, Encodable {
         try c.encodeIfPresent(signingSecret, forKey: .signingSecret)
         try c.encodeIfPresent(signingSecretFrom, forKey: .signingSecretFrom)
         try c.encodeIfPresent(deadLetterID, forKey: .deadLetterID)
+        try c.encodeIfPresent(refusal, forKey: .refusal)
     }
 
 

@@ -21,7 +21,8 @@ extension JobsTable {
         id, kind, queue, state, priority, run_at, attempt, max_attempts, deadline, destination, method, url,
         headers::text, idempotency_key, unique_key, timeout_ms, expect_content_type, created_at, errors::text,
         leased_by::text, lease_expires_at, cancel_requested_at, held_since, signing_secret,
-        \(SigningSecretChoice.destinationDefaultSQL(for: "jobs.destination"))
+        \(SigningSecretChoice.destinationDefaultSQL(for: "jobs.destination")),
+        case when refused_attempt = attempt then refusals else 0 end, refused_since, refusal
         """
 
     static func decodeWaiting(_ row: PostgresRow) throws -> JobRecord {
@@ -51,6 +52,11 @@ extension JobsTable {
             heldSince: try row.decode(22, as: Date?.self)
         )
         record.setSigningSecret(own: try row.decode(23, as: String?.self), destinationDefault: try row.decode(24, as: String?.self))
+        // A run of refusals counts while no attempt was made since its last one (courier.refuse_jobs).
+        if let count = try row.decode(25, as: Int?.self), count > 0,
+           let since = try row.decode(26, as: Date?.self), let reason = try row.decode(27, as: String?.self) {
+            record.refusal = JobRecord.Refusal(count: count, since: since, reason: reason)
+        }
         return record
     }
 

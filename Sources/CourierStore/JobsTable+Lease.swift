@@ -149,6 +149,33 @@ extension JobsTable {
             """).rows.map { try $0.decode(0, as: Int64.self) }
     }
 
+    /// One job a worker may not run because of its own configuration, and why (no secret
+    /// values: the reason names a secret or an address, never a resolved value).
+    public struct Refusal: Sendable, Equatable {
+        public var id: Int64
+        /// The lease's fence token.
+        public var lease: Int64
+        public var reason: String
+        public init(id: Int64, lease: Int64, reason: String) {
+            self.id = id
+            self.lease = lease
+            self.reason = reason
+        }
+    }
+
+    /// Returns refused jobs to the queue like ``handBack(ids:leases:worker:notBeforeMilliseconds:on:)``,
+    /// counting each refusal with its job (`courier.refuse_jobs`, sql/schema/jobs.sql): how many
+    /// in a row since its last real attempt, since when, and the last reason.
+    @discardableResult
+    public static func refuse(_ refusals: [Refusal], worker: UUID, notBeforeMilliseconds: Int64,
+                              on connection: PostgresConnection) throws -> [Int64] {
+        guard !refusals.isEmpty else { return [] }
+        return try connection.query("""
+            select courier.refuse_jobs(\(refusals.map(\.id))::bigint[], \(refusals.map(\.lease))::bigint[], \(worker)::uuid,
+                                       \(notBeforeMilliseconds)::bigint, \(refusals.map(\.reason))::text[])
+            """).rows.map { try $0.decode(0, as: Int64.self) }
+    }
+
     /// Ids of jobs leased to `worker` whose cancellation has been requested.
     public static func cancelRequested(worker: UUID, on connection: PostgresConnection) throws -> [Int64] {
         try connection.query("""

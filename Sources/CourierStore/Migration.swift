@@ -55,6 +55,8 @@ extension Migration {
                   bytes: PackageResources._039_fence_tokens_and_gated_doors_sql),
         Migration(version: 40, name: "0040_token_refill_and_slow_start_without_cap.sql",
                   bytes: PackageResources._040_token_refill_and_slow_start_without_cap_sql),
+        Migration(version: 41, name: "0041_refusals_are_counted_and_bounded.sql",
+                  bytes: PackageResources._041_refusals_are_counted_and_bounded_sql),
     ]
 
     init(version: Int, name: String, bytes: [UInt8]) {

@@ -87,6 +87,9 @@ public enum JobworkerCommand {
                    help: "How long an open breaker waits before one probe request is let through; doubled, with jitter, after each failed probe.",
                    defaultValue: duration(d.breakerPolicy.cooldown)),
             option("breaker-cooldown-max", value: "DURATION", help: "The longest breaker cooldown.", defaultValue: duration(d.breakerPolicy.cooldownMax)),
+            option("breaker-min-timeout", value: "DURATION",
+                   help: "A timeout counts against a destination's breaker only when the job allowed at least this long; shorter job timeouts say nothing about the destination.",
+                   defaultValue: duration(d.breakerPolicy.timeoutEvidenceFloor)),
             option("retention", value: "DURATION",
                    help: "How long succeeded jobs stay visible to 'jobctl show' before they are pruned. 0 keeps none: a success only deletes the job, the fastest setting. Give every worker of a fleet the same value.",
                    defaultValue: duration(d.retention)),
@@ -162,6 +165,7 @@ extension WorkerConfiguration {
             ?? d.breakerPolicy.failureRateThreshold
         breakerPolicy.cooldown = try command.duration("breaker-cooldown", minimum: Bounds.minimumBreakerCooldown) ?? d.breakerPolicy.cooldown
         breakerPolicy.cooldownMax = try command.duration("breaker-cooldown-max", minimum: Bounds.minimumBreakerCooldown) ?? d.breakerPolicy.cooldownMax
+        breakerPolicy.timeoutEvidenceFloor = try command.duration("breaker-min-timeout", minimum: .zero) ?? d.breakerPolicy.timeoutEvidenceFloor
         retention = try command.duration("retention", minimum: .zero) ?? d.retention
         deadLetterRetention = try command.duration("dead-letter-retention", minimum: Bounds.minimumDeadLetterRetention)
         maxResponseBytes = try command.int("max-response-body", range: Bounds.maxResponseBytes) ?? d.maxResponseBytes

@@ -123,15 +123,20 @@ extension Worker {
             return
         }
         if classification.refusedByConfiguration, !cancelledByOperator, !abortedByShutdown {
-            if refuseHere(job, classification, probeGeneration: ended.probeGeneration) {
+            if refuseHere(job, &classification, probeGeneration: ended.probeGeneration) {
                 finish(lease)
                 return
             }
             classification.refusedByConfiguration = false
         }
+        // Whether the attempt says anything about the destination: not a timeout the job's own
+        // too-short timeout caused (BreakerPolicy.isEvidence).
+        let isEvidence = configuration.breakerPolicy.isEvidence(classification, jobTimeout: .milliseconds(job.timeoutMilliseconds))
         if let generation = ended.probeGeneration {
-            if cancelledByOperator || abortedByShutdown || classification.errorClass == .cancelled || classification.isLocalRefusal {
-                // Cancelled, aborted at shutdown or refused before sending: the probe says nothing about the destination.
+            if cancelledByOperator || abortedByShutdown || classification.errorClass == .cancelled || classification.isLocalRefusal
+                || (classification.countsAsBreakerFailure && !isEvidence) {
+                // Cancelled, aborted at shutdown, refused before sending or timed out within a too-short job
+                // timeout: the probe says nothing about the destination.
                 acknowledge(.probeAbandon(destination: job.destination, generation: generation))
             } else {
                 // The verdict: the destination answered in a way that is not a breaker failure.
@@ -139,7 +144,7 @@ extension Worker {
                     || (!classification.countsAsBreakerFailure && classification.errorClass != .throttled)
                 acknowledge(.probeResult(destination: job.destination, generation: generation, succeeded: healthy))
             }
-        } else if !cancelledByOperator && !abortedByShutdown {
+        } else if !cancelledByOperator && !abortedByShutdown && isEvidence {
             breakerReporter.note(job.destination, classification)
         }
         record(job, classification, startedAt: attempt.startedAt, elapsed: elapsed,

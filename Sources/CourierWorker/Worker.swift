@@ -63,8 +63,8 @@ public final class Worker: @unchecked Sendable {
     private var stoppedContinuation: CheckedContinuation<Void, Never>?
     private var shutdownStarted = false
     private var fatalReason: String?
-    /// The last job this worker refused because of its own configuration, and when.
-    let lastLocalRefusal = Locked<(at: ContinuousClock.Instant, message: String)?>(nil)
+    /// The jobs this worker refused lately because of its own configuration (degraded or not).
+    let refusalLedger = Locked(RefusalLedger())
 
     /// - Parameters:
     ///   - httpHandler: runs the built-in `http` kind (normally `HTTPJobHandler`); `noop` is

@@ -30,8 +30,9 @@ public protocol WorkerStore {
     func jobsRetry(_ retries: [JobsTable.Retry], worker: UUID) throws -> [Int64]
     func jobsDeadLetter(_ letters: [JobsTable.DeadLetter], worker: UUID) throws -> [Int64]
     func jobsHandBack(ids: [Int64], leases: [Int64], worker: UUID) throws -> [Int64]
-    /// Hands jobs back without using their attempt, due no sooner than now + `notBeforeMilliseconds`.
-    func jobsHandBack(ids: [Int64], leases: [Int64], worker: UUID, notBeforeMilliseconds: Int64) throws -> [Int64]
+    /// Hands jobs this worker may not run back without using their attempt, due no sooner
+    /// than now + `notBeforeMilliseconds`, each refusal counted (``JobsTable/refuse(_:worker:notBeforeMilliseconds:on:)``).
+    func jobsRefuse(_ refusals: [JobsTable.Refusal], worker: UUID, notBeforeMilliseconds: Int64) throws -> [Int64]
     func jobsRescueExpired() throws -> JobsTable.RescueResult
     /// One bounded batch (oldest first, `SKIP LOCKED`) of each prune; a full batch means more is due.
     func completedJobsPrune(olderThanMilliseconds: Int64, batch: Int) throws -> Int
@@ -135,8 +136,8 @@ public struct PostgresWorkerStore: WorkerStore {
     public func jobsHandBack(ids: [Int64], leases: [Int64], worker: UUID) throws -> [Int64] {
         try JobsTable.handBack(ids: ids, leases: leases, worker: worker, on: connection)
     }
-    public func jobsHandBack(ids: [Int64], leases: [Int64], worker: UUID, notBeforeMilliseconds: Int64) throws -> [Int64] {
-        try JobsTable.handBack(ids: ids, leases: leases, worker: worker, notBeforeMilliseconds: notBeforeMilliseconds, on: connection)
+    public func jobsRefuse(_ refusals: [JobsTable.Refusal], worker: UUID, notBeforeMilliseconds: Int64) throws -> [Int64] {
+        try JobsTable.refuse(refusals, worker: worker, notBeforeMilliseconds: notBeforeMilliseconds, on: connection)
     }
     public func jobsRescueExpired() throws -> JobsTable.RescueResult { try JobsTable.rescueExpired(on: connection) }
     public func completedJobsPrune(olderThanMilliseconds: Int64, batch: Int) throws -> Int {

@@ -8,32 +8,40 @@ import Foundation
 /// queue without using an attempt, not before ``handBackDelay`` (so the refusing worker
 /// does not spin on it and another worker has the chance to claim it).
 ///
-/// If no worker can ever run it, the job still ends: as a `permanent` dead letter (the
-/// refusal as its message) once its deadline would pass before the next try, or, for a
-/// job without a deadline, ``maximumAge`` after it was enqueued. A pure function of values.
+/// The refusals are bounded: the database counts each run of them (`courier.refuse_jobs`,
+/// sql/0041: refusals in a row with no attempt made between them, and when the first was).
+/// If no worker ran the job ``maximumRun`` after the run's first refusal, or it was refused
+/// ``maximumRefusals`` times, it ends as a `permanent` dead letter saying that no worker may
+/// run it and why; and sooner if its deadline would pass before the next try. A pure
+/// function of values.
 enum LocalRefusal {
     /// How long a refused job waits before any worker may claim it again.
     static let handBackDelay: Duration = .seconds(30)
-    /// How long a job without a deadline may keep being refused.
-    static let maximumAge: Duration = .seconds(86_400)
-    /// How long after its last refusal a worker still reports itself degraded.
-    static let degradedFor: Duration = .seconds(300)
+    /// How long a run of refusals may last before the job ends.
+    static let maximumRun: Duration = .seconds(3_600)
+    /// How many refusals in a row a job may have (an hour of hand-backs at ``handBackDelay``).
+    static let maximumRefusals = 120
 
     enum Decision: Equatable, Sendable {
         /// Back to the queue, attempt returned, not before now + the delay.
         case handBack(after: Duration)
-        /// No worker ran it in time: dead-letter it as `permanent`.
+        /// No worker ran it in time: dead-letter it as `permanent`; the text says why.
         case giveUp(String)
     }
 
-    static func decide(deadline: Date?, createdAt: Date?, now: Date) -> Decision {
+    /// - Parameters:
+    ///   - refusedSince: when the job's current run of refusals began (nil: this is its first).
+    ///   - refusals: the refusals of that run before this one.
+    static func decide(deadline: Date?, refusedSince: Date?, refusals: Int, now: Date) -> Decision {
         let next = now.addingTimeInterval(handBackDelay.timeInterval)
-        if let deadline {
-            return next < deadline ? .handBack(after: handBackDelay)
-                : .giveUp("no worker could run it before its deadline")
+        if let deadline, next >= deadline {
+            return .giveUp("no worker could run it before its deadline")
         }
-        if let createdAt, now.timeIntervalSince(createdAt) >= maximumAge.timeInterval {
-            return .giveUp("no worker could run it within \(DurationParser.format(maximumAge)) of enqueue")
+        if let refusedSince, now.timeIntervalSince(refusedSince) >= maximumRun.timeInterval {
+            return .giveUp("no worker could run it within \(DurationParser.format(maximumRun)) of its first refusal (\(refusals + 1) refusals)")
+        }
+        if refusals + 1 >= maximumRefusals {
+            return .giveUp("no worker could run it in \(maximumRefusals) tries")
         }
         return .handBack(after: handBackDelay)
     }

@@ -32,7 +32,8 @@ extension PrometheusText {
         }
 
         /// What `/readyz` reports.
-        public var ready: Bool { databaseReachable && !stopping && missingMigrations.isEmpty && degradedReason == nil }
+        /// Whether the worker can serve: a degraded worker still can (``degradedReason``).
+        public var ready: Bool { databaseReachable && !stopping && missingMigrations.isEmpty }
     }
 
     /// The `/metrics` page of a worker. Pure: the same values give the same page.
@@ -55,7 +56,7 @@ extension PrometheusText {
         page.single("courier_database_reachable", .gauge, help: "1 when the database answered the last time the worker asked.",
                     state.databaseReachable ? 1 : 0)
         page.single("courier_worker_degraded", .gauge,
-                    help: "1 while this worker recently handed back a job its own configuration cannot run (private address, secret, handler).",
+                    help: "1 while this worker refused many jobs, or most of its claims, in the last 5 minutes because its own configuration cannot run them (private address, secret, handler). Not readiness.",
                     state.degradedReason == nil ? 0 : 1)
         page.single("courier_jobs_refused_by_configuration_total", .counter,
                     help: "Jobs this worker handed back, without using an attempt, because its configuration cannot run them.",

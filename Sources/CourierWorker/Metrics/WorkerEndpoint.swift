@@ -60,8 +60,10 @@ public final class WorkerEndpoint: Sendable {
         if !current.missingMigrations.isEmpty {
             return HTTPServer.Response(status: 503, text: "not ready: the database lacks migrations \(current.missingMigrations.joined(separator: ", ")); run 'jobctl migrate'\n")
         }
+        // Degraded is not unready: the worker serves every job it can run, and one job's
+        // refusals must not take a worker out of its rollout or drain (issue 43).
         if let reason = current.degradedReason {
-            return HTTPServer.Response(status: 503, text: "degraded: this worker's configuration cannot run some jobs (\(reason)); they are handed back for other workers\n")
+            return HTTPServer.Response(status: 200, text: "ready, degraded: this worker's configuration cannot run some jobs (\(reason)); they are handed back for other workers\n")
         }
         return HTTPServer.Response(status: 200, text: "ready\n")
     }

@@ -50,6 +50,7 @@ public final class WorkerMetrics: @unchecked Sendable {
     private var rescuedRequeued = 0
     private var rescuedDeadLettered = 0
     private var refusedByConfiguration = 0
+    private var attemptsTotal = 0
     private var fenceAborts = 0
     private var withheld = 0
     private var droppedAcknowledgements = 0
@@ -145,6 +146,7 @@ public final class WorkerMetrics: @unchecked Sendable {
     func recordAttempt(_ c: Classification, queue: String = "default", duration: Duration? = nil) {
         let key = c.succeeded ? "success" : (c.errorClass?.rawValue ?? "unknown")
         lock.withLock {
+            attemptsTotal += 1
             attemptsByClass[key, default: 0] += 1
             attemptsByQueue[queue, default: [:]][key, default: 0] += 1
             if let duration {
@@ -184,6 +186,9 @@ public final class WorkerMetrics: @unchecked Sendable {
     func recordWithheld() {
         lock.withLock { withheld += 1 }
     }
+
+    /// Every attempt recorded so far (refusals are not attempts).
+    var attemptsMade: Int { lock.withLock { attemptsTotal } }
 
     func recordLocalRefusal() {
         lock.withLock { refusedByConfiguration += 1 }

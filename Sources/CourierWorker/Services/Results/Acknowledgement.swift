@@ -11,8 +11,8 @@ enum Acknowledgement: Sendable, Equatable {
     /// lease's fence token.
     case handBack(id: Int64, lease: Int64)
     /// A job this worker may not run (its configuration): back to the queue, attempt
-    /// returned, not before now + milliseconds.
-    case handBackLater(id: Int64, lease: Int64, milliseconds: Int64)
+    /// returned, not before now + milliseconds, the refusal and its reason counted with the job.
+    case refuse(id: Int64, lease: Int64, milliseconds: Int64, reason: String)
     /// A destination asked for no requests before now + delay (Retry-After).
     case destinationPause(destination: String, milliseconds: Int64)
     /// The result of a half-open probe, applied only if its generation is still current.
@@ -33,7 +33,7 @@ extension Acknowledgement {
         var handBackIDs: [Int64] = []
         var handBackLeases: [Int64] = []
         var pauses: [String: Int64] = [:]
-        var later: [Int64: (ids: [Int64], leases: [Int64])] = [:]
+        var later: [Int64: [JobsTable.Refusal]] = [:]
         var probes: [(String, Int64, Bool)] = []
         var abandoned: [(String, Int64)] = []
         for item in batch {
@@ -44,9 +44,8 @@ extension Acknowledgement {
             case .handBack(let id, let lease):
                 handBackIDs.append(id)
                 handBackLeases.append(lease)
-            case .handBackLater(let id, let lease, let ms):
-                later[ms, default: ([], [])].ids.append(id)
-                later[ms, default: ([], [])].leases.append(lease)
+            case .refuse(let id, let lease, let ms, let reason):
+                later[ms, default: []].append(JobsTable.Refusal(id: id, lease: lease, reason: reason))
             case .destinationPause(let destination, let ms): pauses[destination] = max(pauses[destination] ?? 0, ms)
             case .probeResult(let destination, let generation, let succeeded): probes.append((destination, generation, succeeded))
             case .probeAbandon(let destination, let generation): abandoned.append((destination, generation))
@@ -69,7 +68,7 @@ extension Acknowledgement {
         _ = try store.jobsDeadLetter(letters, worker: worker)
         _ = try store.jobsHandBack(ids: handBackIDs, leases: handBackLeases, worker: worker)
         for (ms, group) in later.sorted(by: { $0.key < $1.key }) {
-            _ = try store.jobsHandBack(ids: group.ids, leases: group.leases, worker: worker, notBeforeMilliseconds: ms)
+            _ = try store.jobsRefuse(group, worker: worker, notBeforeMilliseconds: ms)
         }
     }
 }
@@ -83,7 +82,7 @@ extension Acknowledgement {
         case .success(let s): WorkerStateMachine.Lease(id: s.id, token: s.lease)
         case .retry(let r): WorkerStateMachine.Lease(id: r.id, token: r.lease)
         case .deadLetter(let d): WorkerStateMachine.Lease(id: d.id, token: d.lease)
-        case .handBack(let id, let lease), .handBackLater(let id, let lease, _): WorkerStateMachine.Lease(id: id, token: lease)
+        case .handBack(let id, let lease), .refuse(let id, let lease, _, _): WorkerStateMachine.Lease(id: id, token: lease)
         case .destinationPause, .probeResult, .probeAbandon: nil
         }
     }
@@ -91,7 +90,7 @@ extension Acknowledgement {
     /// Whether writing it puts a job back in the queue (so the claimer should look).
     var requeuesJob: Bool {
         switch self {
-        case .retry, .handBack, .handBackLater: true
+        case .retry, .handBack, .refuse: true
         default: false
         }
     }
@@ -103,7 +102,7 @@ extension Acknowledgement {
         case .retry(let r): "retry job=\(r.id) attempt=\(r.attempt)"
         case .deadLetter(let d): "dead_letter job=\(d.id) attempt=\(d.attempt) reason=\(d.reason)"
         case .handBack(let id, let lease): "hand_back job=\(id) lease=\(lease)"
-        case .handBackLater(let id, let lease, let ms): "hand_back job=\(id) lease=\(lease) not_before_ms=\(ms)"
+        case .refuse(let id, let lease, let ms, _): "refuse job=\(id) lease=\(lease) not_before_ms=\(ms)"
         case .destinationPause(let destination, let ms): "pause destination=\(destination) ms=\(ms)"
         case .probeResult(let destination, let generation, let ok): "probe_result destination=\(destination) generation=\(generation) healthy=\(ok)"
         case .probeAbandon(let destination, let generation): "probe_abandon destination=\(destination) generation=\(generation)"
