@@ -116,10 +116,19 @@ public struct RequestURL: Sendable, Equatable {
         self.isIPLiteral = isIPLiteral
     }
 
-    /// The breaker key: `scheme://host:port`, lower case, IPv6 in brackets,
-    /// with the default port written out.
+    /// The breaker key: `scheme://host:port`, lower case, IPv6 in brackets, a DNS name's
+    /// trailing dot (the root) dropped, the port without leading zeros and the default port
+    /// written out. `courier.destination_of` (sql/schema/destinations.sql) applies the same
+    /// rules; DestinationAgreementTests holds the two together.
     public var destination: String {
-        let shownHost = host.utf8.contains(UInt8(ascii: ":")) ? "[\(host)]" : host
+        let shownHost: Substring
+        if host.utf8.contains(UInt8(ascii: ":")) {
+            shownHost = "[\(host)]"
+        } else if host.utf8.last == UInt8(ascii: ".") {
+            shownHost = host.dropLast()
+        } else {
+            shownHost = Substring(host)
+        }
         return "\(scheme)://\(shownHost):\(port)"
     }
 }

@@ -46,6 +46,10 @@ extension EnqueueRequest {
         if case .custom(let key) = idempotencyKey, !(1...255).contains(key.unicodeScalars.count) {
             throw ValidationError(field: "idempotency_key", message: "must be 1 to 255 characters")
         }
+        // It is sent as a header (Idempotency-Key, webhook-id): no CR, LF or other control character.
+        if case .custom(let key) = idempotencyKey, key.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) {
+            throw ValidationError(field: "idempotency_key", message: "must not contain control characters (CR, LF, tab, ...)")
+        }
         if let uniqueKey, !(1...255).contains(uniqueKey.unicodeScalars.count) {
             throw ValidationError(field: "unique_key", message: "must be 1 to 255 characters")
         }

@@ -80,8 +80,9 @@ extension EnqueueRequest {
     }
 
     /// The destination the job will have: the explicit one, or the one derived from the URL.
+    /// An explicit destination is stored in its canonical form (``Destination/canonicalKey(_:)``).
     public func resolvedDestination() throws(ValidationError) -> String {
-        if let destination { return destination }
+        if let destination { return Destination.canonicalKey(destination) }
         return try Destination.derive(fromURL: url)
     }
 }

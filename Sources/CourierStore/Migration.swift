@@ -57,6 +57,8 @@ extension Migration {
                   bytes: PackageResources._040_token_refill_and_slow_start_without_cap_sql),
         Migration(version: 41, name: "0041_refusals_are_counted_and_bounded.sql",
                   bytes: PackageResources._041_refusals_are_counted_and_bounded_sql),
+        Migration(version: 42, name: "0042_one_canonical_destination_at_every_door.sql",
+                  bytes: PackageResources._042_one_canonical_destination_at_every_door_sql),
     ]
 
     init(version: Int, name: String, bytes: [UInt8]) {

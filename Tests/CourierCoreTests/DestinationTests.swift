@@ -12,7 +12,7 @@ import Testing
         ("http://example.com:/x", "http://example.com:80"),
         ("http://example.com#frag", "http://example.com:80"),
         ("http://example.com?q", "http://example.com:80"),
-        ("http://my_host.internal.:81", "http://my_host.internal.:81"),
+        ("http://my_host.internal.:81", "http://my_host.internal:81"),  // the root's dot dropped (issue 43)
         ("http://0.0.0.0/", "http://0.0.0.0:80"),
         ("https://255.255.255.255:1", "https://255.255.255.255:1"),
         ("http://10.0.0.1.example/", "http://10.0.0.1.example:80"),

@@ -26,7 +26,9 @@ import Testing
             } == "42501")
             #expect(try admin.query("select count(*)::bigint from courier.jobs").rows[0].decode(0, as: Int.self) == 0, "nothing was filed")
 
-            // Its own destination, spelled out or as a sub-key, is fine.
+            // Its own destination, spelled out, is fine; a sub-key of it once an operator declared it.
+            _ = try admin.query("select courier.destination_set('https://partner.example.com:443/billing')")
+            _ = try admin.query("select courier.destination_set('job:report.build/eu')")
             for destination in ["https://partner.example.com:443", "https://partner.example.com:443/billing"] {
                 _ = try connection.query("select courier.enqueue(url => 'https://partner.example.com/hook', destination => \(destination))")
             }

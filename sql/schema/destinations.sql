@@ -66,6 +66,33 @@ GRANT ALL ON TABLE courier.destinations TO courier_admin;
 
 
 --
+-- Name: destination_canonical(text); Type: FUNCTION
+--
+
+CREATE FUNCTION courier.destination_canonical(p_destination text) RETURNS text
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    AS $_$
+    select case
+        when courier.destination_of(p_destination) is null then p_destination
+        -- A sub-key is written after an explicit port (scheme://host:port/...); without a
+        -- port the text is a URL, and its destination is its origin.
+        when p_destination !~ '^[A-Za-z]+://(\[[^]/?#]*\]|[^:/?#]*):[0-9]+' then courier.destination_of(p_destination)
+        else courier.destination_of(p_destination)
+             || coalesce(nullif(substring(p_destination from '^[A-Za-z]+://[^/?#]*(.*)$'), '/'), '')
+    end
+$_$;
+
+
+--
+-- Name: FUNCTION destination_canonical(p_destination text); Type: ACL
+--
+
+REVOKE ALL ON FUNCTION courier.destination_canonical(p_destination text) FROM PUBLIC;
+GRANT ALL ON FUNCTION courier.destination_canonical(p_destination text) TO courier_worker;
+GRANT ALL ON FUNCTION courier.destination_canonical(p_destination text) TO courier_admin;
+
+
+--
 -- Name: destination_of(text); Type: FUNCTION
 --
 
@@ -75,20 +102,47 @@ CREATE FUNCTION courier.destination_of(url text) RETURNS text
 declare
     m text[];
     v_host text;
+    v_port int;
 begin
-    m := regexp_match(url, '^(https?)://(\[[0-9A-Fa-f:.]+\]|[^:/?#\[\]@]+)(?::([0-9]{1,5}))?(?:[/?#]|$)', 'i');
-    if m is null or (m[3] is not null and m[3]::int not between 1 and 65535) then
+    m := regexp_match(url, '^(https?)://(\[[^\]/?#]*\]|[^:/?#\[\]@]*)(?::([0-9]*))?(?:[/?#]|$)', 'i');
+    if m is null then
         return null;
     end if;
     v_host := lower(m[2]);
     if left(v_host, 1) = '[' then
+        -- IPv6 only, without a zone, in canonical form.
+        if strpos(v_host, '%') > 0 or strpos(v_host, ':') = 0 then
+            return null;
+        end if;
         begin
             v_host := '[' || host(substr(v_host, 2, length(v_host) - 2)::inet) || ']';
         exception when invalid_text_representation then
             return null;
         end;
+    else
+        if length(v_host) > 253 or v_host !~ '^[a-z0-9_-]+(\.[a-z0-9_-]+)*\.?$' then
+            return null;
+        end if;
+        -- Digits and dots only: a dotted quad without leading zeros, or nothing.
+        if v_host ~ '^[0-9.]+$'
+           and v_host !~ '^(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])(\.(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])){3}$' then
+            return null;
+        end if;
+        if right(v_host, 1) = '.' then
+            v_host := left(v_host, -1);
+        end if;
     end if;
-    return lower(m[1]) || '://' || v_host || ':' || coalesce(m[3], case lower(m[1]) when 'https' then '443' else '80' end);
+    if coalesce(m[3], '') <> '' then
+        if length(m[3]) > 5 then
+            return null;
+        end if;
+        v_port := m[3]::int;
+        if v_port not between 1 and 65535 then
+            return null;
+        end if;
+    end if;
+    return lower(m[1]) || '://' || v_host || ':'
+        || coalesce(v_port, case lower(m[1]) when 'https' then 443 else 80 end);
 end
 $_$;
 
@@ -149,20 +203,36 @@ CREATE FUNCTION courier.destination_pause(destination text, paused boolean) RETU
     AS $$
 #variable_conflict use_column
 declare
-    v_destination text := coalesce(courier.destination_of(destination_pause.destination), destination_pause.destination);
+    v_destination text := courier.destination_canonical(destination_pause.destination);
+    v_paused boolean := coalesce(destination_pause.paused, false);
+    v_keys text[];
     v_row courier.destinations;
 begin
     if v_destination is null or length(v_destination) not between 1 and 300 then
         raise exception 'courier.destination_pause: destination must be 1 to 300 characters'
             using errcode = '22023', column = 'destination';
     end if;
-    insert into courier.destinations as d (destination, paused) values (v_destination, coalesce(destination_pause.paused, false))
+    insert into courier.destinations as d (destination, paused) values (v_destination, v_paused)
     on conflict (destination) do update
     set paused = excluded.paused, updated_at = now(),
         ramp_started_at = case when d.paused and not excluded.paused then now() else d.ramp_started_at end
     returning d.* into v_row;
+    -- An origin's pause and resume apply to every sub-key an operator declared under it
+    -- (scheme://host:port/...), so no key of a paused partner is sent to.
+    with keys as (
+        update courier.destinations d
+        set paused = v_paused, updated_at = now(),
+            ramp_started_at = case when d.paused and not v_paused then now() else d.ramp_started_at end
+        where left(d.destination, length(v_destination) + 1) = v_destination || '/' and d.paused <> v_paused
+          and v_destination = courier.destination_of(v_destination)
+        returning d.destination, d.gated
+    )
+    select coalesce(array_agg(k.destination) filter (where k.gated), '{}') into v_keys from keys k;
     if v_row.gated then
-        update courier.jobs set gated = true where state = 'running' and destination = v_destination and not gated;
+        v_keys := v_keys || v_destination;
+    end if;
+    if cardinality(v_keys) > 0 then
+        update courier.jobs set gated = true where state = 'running' and destination = any(v_keys) and not gated;
     end if;
     perform pg_notify('courier_traffic', v_destination);
     return next v_row;
@@ -187,7 +257,7 @@ CREATE FUNCTION courier.destination_reset(destination text) RETURNS boolean
     AS $$
     with gone as (
         delete from courier.destinations d
-        where d.destination = coalesce(courier.destination_of(destination_reset.destination), destination_reset.destination)
+        where d.destination = courier.destination_canonical(destination_reset.destination)
         returning 1
     )
     select exists (select 1 from gone)
@@ -211,8 +281,10 @@ CREATE FUNCTION courier.destination_set(destination text, signing_secret text DE
     AS $$
 #variable_conflict use_column
 declare
-    v_destination text := coalesce(courier.destination_of(destination_set.destination), destination_set.destination);
+    v_destination text := courier.destination_canonical(destination_set.destination);
+    v_origin text := courier.destination_of(destination_set.destination);
     v_row courier.destinations;
+    v_new boolean;
 begin
     if v_destination is null or length(v_destination) not between 1 and 300 then
         raise exception 'courier.destination_set: destination must be 1 to 300 characters'
@@ -243,6 +315,7 @@ begin
         raise exception 'courier.destination_set: clear may name max_in_flight, rate, burst, slow_start_ms, retry_budget_pct, signing_secret'
             using errcode = '22023', column = 'clear';
     end if;
+    v_new := not exists (select 1 from courier.destinations d where d.destination = v_destination);
     insert into courier.destinations as d (destination, signing_secret, max_in_flight, rate, burst, slow_start_ms, retry_budget_pct)
     values (v_destination, destination_set.signing_secret, destination_set.max_in_flight, destination_set.rate,
             destination_set.burst, destination_set.slow_start_ms, destination_set.retry_budget_pct)
@@ -270,6 +343,13 @@ begin
             else now() end,
         updated_at = now()
     returning d.* into v_row;
+    -- A sub-key declared while its origin is paused is paused with it, as courier.destination_pause
+    -- pauses an origin's declared sub-keys.
+    if v_new and v_origin <> v_destination
+       and exists (select 1 from courier.destinations o where o.destination = v_origin and o.paused) then
+        update courier.destinations d set paused = true, updated_at = now() where d.destination = v_destination
+        returning d.* into v_row;
+    end if;
     if v_row.gated then
         update courier.jobs set gated = true where state = 'running' and destination = v_destination and not gated;
         perform pg_notify('courier_traffic', v_destination);

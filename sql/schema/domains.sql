@@ -70,6 +70,14 @@ CREATE DOMAIN courier.idempotency_key AS text
 
 
 --
+-- Name: idempotency_key jobs_idempotency_key_characters_check; Type: CHECK CONSTRAINT
+--
+
+ALTER DOMAIN courier.idempotency_key
+    ADD CONSTRAINT jobs_idempotency_key_characters_check CHECK ((VALUE !~ '[\x01-\x1f\x7f]'::text)) NOT VALID;
+
+
+--
 -- Name: job_kind; Type: DOMAIN
 --
 

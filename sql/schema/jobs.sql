@@ -82,6 +82,14 @@ ALTER TABLE ONLY courier.jobs
 
 
 --
+-- Name: jobs jobs_args_size_check; Type: CHECK CONSTRAINT
+--
+
+ALTER TABLE courier.jobs
+    ADD CONSTRAINT jobs_args_size_check CHECK (((args IS NULL) OR (octet_length((args)::text) <= 16777216))) NOT VALID;
+
+
+--
 -- Name: jobs jobs_deadline_check; Type: CHECK CONSTRAINT
 --
 
@@ -144,6 +152,13 @@ CREATE INDEX jobs_running_idx ON courier.jobs USING btree (leased_by) WHERE (sta
 --
 
 CREATE UNIQUE INDEX jobs_unique_key_idx ON courier.jobs USING btree (unique_scope, unique_key) WHERE (unique_key IS NOT NULL);
+
+
+--
+-- Name: jobs jobs_canonical_destination; Type: TRIGGER
+--
+
+CREATE TRIGGER jobs_canonical_destination BEFORE INSERT ON courier.jobs FOR EACH ROW WHEN ((((new.destination)::text ~* '^https?://'::text) AND ((new.destination)::text !~ '^https?://[a-z0-9_-]+(\.[a-z0-9_-]+)*:[1-9][0-9]{0,4}$'::text))) EXECUTE FUNCTION courier.jobs_canonical_destination();
 
 
 --
@@ -240,7 +255,13 @@ CREATE FUNCTION courier.check_enqueuer_destination() RETURNS trigger
 declare
     v_own text := case when new.kind = 'http' then courier.destination_of(new.url) else 'job:' || new.kind end;
 begin
-    if new.destination = v_own or left(new.destination, length(v_own) + 1) = v_own || '/' then
+    if new.destination = v_own then
+        return new;
+    end if;
+    -- A sub-key of its own destination, when an operator declared it: every key an enqueuer
+    -- can use is one operators see and steer.
+    if left(new.destination, length(v_own) + 1) = v_own || '/'
+       and exists (select 1 from courier.destinations d where d.destination = new.destination) then
         return new;
     end if;
     -- The schema's owner (who ran the migrations) is an operator too, member or not.
@@ -248,7 +269,7 @@ begin
                               'MEMBER') then
         return new;
     end if;
-    raise exception 'destination % is not this job''s own (%): an enqueuer may name only its URL''s destination or a sub-key of it (%/...)',
+    raise exception 'destination % is not this job''s own (%) nor a sub-key of it that an operator declared (jobctl destination set %/...)',
         to_json(left(new.destination, 128)), v_own, v_own
         using errcode = '42501', column = 'destination';
 end
@@ -1270,6 +1291,30 @@ $$;
 REVOKE ALL ON FUNCTION courier.has_due_job(p_destination text, p_queue text, p_gated boolean, p_retries boolean) FROM PUBLIC;
 GRANT ALL ON FUNCTION courier.has_due_job(p_destination text, p_queue text, p_gated boolean, p_retries boolean) TO courier_worker;
 GRANT ALL ON FUNCTION courier.has_due_job(p_destination text, p_queue text, p_gated boolean, p_retries boolean) TO courier_admin;
+
+
+--
+-- Name: jobs_canonical_destination(); Type: FUNCTION
+--
+
+CREATE FUNCTION courier.jobs_canonical_destination() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    new.destination := courier.destination_canonical(new.destination);
+    return new;
+end
+$$;
+
+
+--
+-- Name: FUNCTION jobs_canonical_destination(); Type: ACL
+--
+
+REVOKE ALL ON FUNCTION courier.jobs_canonical_destination() FROM PUBLIC;
+GRANT ALL ON FUNCTION courier.jobs_canonical_destination() TO courier_worker;
+GRANT ALL ON FUNCTION courier.jobs_canonical_destination() TO courier_admin;
 
 
 --
