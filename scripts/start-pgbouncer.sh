@@ -1,19 +1,24 @@
 #!/usr/bin/env bash
 # Starts a PgBouncer from Debian's package in front of the test cluster, on loopback,
-# and prints its port. Usage: scripts/start-pgbouncer.sh MODE DIR PG_SOCKET_DIR PG_PORT PORT
+# and prints its port. Usage:
+#   scripts/start-pgbouncer.sh MODE DIR PG_SOCKET_DIR PG_PORT PORT PASSFILE
 #
 # Everything is PgBouncer's default except where it listens, how clients authenticate
-# (trust, for the cluster's `courier` user), the database entry (any name goes to the
-# cluster) and the pool mode; the log and pid files let it run in the background.
+# (scram-sha-256 with the cluster's generated password for `courier`, read from PASSFILE,
+# the devdb's libpq passfile, so other local users cannot get in through it), the
+# database entry (any name goes to the cluster, over its private Unix socket) and the
+# pool mode; the log and pid files let it run in the background.
 # Stop it with: kill -TERM "$(cat DIR/pgbouncer.pid)".
 set -euo pipefail
-mode=$1 dir=$2 socket_dir=$3 pg_port=$4 port=$5
+mode=$1 dir=$2 socket_dir=$3 pg_port=$4 port=$5 passfile=$6
 
 bin=$(command -v pgbouncer || echo /usr/sbin/pgbouncer)
 [ -x "$bin" ] || { echo "pgbouncer not found: install Debian's pgbouncer package (scripts/install-deps.sh does)" >&2; exit 1; }
 
+password=$(head -n 1 "$passfile" | cut -d: -f5)
+[ -n "$password" ] || { echo "no password in $passfile" >&2; exit 1; }
 mkdir -p "$dir"
-printf '"courier" ""\n' > "$dir/users.txt"
+(umask 077; printf '"courier" "%s"\n' "$password" > "$dir/users.txt")
 cat > "$dir/pgbouncer.ini" <<INI
 [databases]
 * = host=$socket_dir port=$pg_port
@@ -22,7 +27,7 @@ cat > "$dir/pgbouncer.ini" <<INI
 listen_addr = 127.0.0.1
 listen_port = $port
 unix_socket_dir = $dir
-auth_type = trust
+auth_type = scram-sha-256
 auth_file = $dir/users.txt
 pool_mode = $mode
 logfile = $dir/pgbouncer.log

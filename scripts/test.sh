@@ -39,16 +39,20 @@ trap cleanup EXIT
 echo "starting a private PostgreSQL in $dir on port $port" >&2
 "$bin/jobctl" devdb start --dir "$dir" --port "$port" --fast >/dev/null
 
+# The cluster's Unix socket is in a private directory; its TCP port (and the PgBouncers')
+# asks for the generated password in the devdb's passfile, so no other local user gets in.
 export COURIER_TEST_DATABASE_URL="postgresql:///postgres?host=$dir/run&port=$port&user=courier"
 export COURIER_BIN_DIR="$bin"
+passfile="$dir/run/pgpass"
+password=$(head -n 1 "$passfile" | cut -d: -f5)
 # PgBouncer in each pool mode in front of the cluster, with its default configuration;
 # tests reach their own database through them by name (and fail when these are unset).
-session_port=$(scripts/start-pgbouncer.sh session "$dir/pgbouncer-session" "$dir/run" "$port" "$(free_port)")
-transaction_port=$(scripts/start-pgbouncer.sh transaction "$dir/pgbouncer-transaction" "$dir/run" "$port" "$(free_port)")
-statement_port=$(scripts/start-pgbouncer.sh statement "$dir/pgbouncer-statement" "$dir/run" "$port" "$(free_port)")
-export COURIER_TEST_PGBOUNCER_STATEMENT_URL="postgresql://courier@127.0.0.1:$statement_port/postgres"
-export COURIER_TEST_PGBOUNCER_SESSION_URL="postgresql://courier@127.0.0.1:$session_port/postgres"
-export COURIER_TEST_PGBOUNCER_TRANSACTION_URL="postgresql://courier@127.0.0.1:$transaction_port/postgres"
+session_port=$(scripts/start-pgbouncer.sh session "$dir/pgbouncer-session" "$dir/run" "$port" "$(free_port)" "$passfile")
+transaction_port=$(scripts/start-pgbouncer.sh transaction "$dir/pgbouncer-transaction" "$dir/run" "$port" "$(free_port)" "$passfile")
+statement_port=$(scripts/start-pgbouncer.sh statement "$dir/pgbouncer-statement" "$dir/run" "$port" "$(free_port)" "$passfile")
+export COURIER_TEST_PGBOUNCER_STATEMENT_URL="postgresql://courier:$password@127.0.0.1:$statement_port/postgres"
+export COURIER_TEST_PGBOUNCER_SESSION_URL="postgresql://courier:$password@127.0.0.1:$session_port/postgres"
+export COURIER_TEST_PGBOUNCER_TRANSACTION_URL="postgresql://courier:$password@127.0.0.1:$transaction_port/postgres"
 # Tests that drive a real Python client (receivers, parsers, psycopg) use this interpreter.
 export COURIER_TEST_PYTHON="$PWD/.venv/bin/python3"
 # The whole suite runs as COURIER_TEST_JOBS (default 1) serial `swift test` processes

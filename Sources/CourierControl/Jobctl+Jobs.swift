@@ -94,13 +94,20 @@ extension Jobctl {
 
     static func devdb(_ command: ParsedCommand, io: ControlIO) throws {
         let directory = command.value("dir") ?? DevDatabase.Configuration.defaultDirectory(environment: io.environment)
-        let port = try command.int("port", range: 1...65535) ?? 25432
-        let database = DevDatabase(configuration: .init(directory: directory, port: port, fast: command.path.last == "start" && command.flag("fast")))
+        let port = try command.int("port", range: 1...65535) ?? DevDatabase.Configuration.defaultPort
+        let starting = command.path.last == "start"
+        // TCP only when asked for: a --port given to start (the socket's name needs a port either way).
+        let tcp = starting && command.isSpecified("port")
+        let database = DevDatabase(configuration: .init(directory: directory, port: port, tcp: tcp, fast: starting && command.flag("fast")))
         do {
             switch command.path.last {
             case "start":
                 let url = try database.start()
                 io.print(url)
+                if tcp {
+                    io.writeErr("devdb: also on 127.0.0.1:\(port), with the password in \(database.passwordFile) "
+                                + "(for libpq: PGPASSFILE=\(database.passwordFile))\n")
+                }
             case "stop":
                 try database.stop()
                 io.writeErr("stopped\n")

@@ -14,17 +14,26 @@ extension JobctlCommands {
             /api/dead/purge, /api/breakers/open|close|reset). Everything is served by \
             this process; nothing is loaded from elsewhere.
 
-            The token comes from --token-file or COURIER_DASHBOARD_TOKEN. With one, \
-            every request needs it: 'Authorization: Bearer TOKEN', or the session \
-            cookie the login form sets. Without one, only requests whose Host names \
-            this machine are served: keep the default loopback address then. Actions \
-            are POSTs checked for their origin and a CSRF token (a cross-site POST \
-            gets 403); each is logged on stderr with who and what.
+            The token (at least \(DashboardAuth.minimumTokenLength) characters) comes \
+            from --token-file or COURIER_DASHBOARD_TOKEN. With one, every request \
+            needs it: 'Authorization: Bearer TOKEN', or the session cookie the login \
+            form sets. Failed tries are logged and throttled per client address and \
+            overall (429 with Retry-After). Without a token the dashboard listens on \
+            loopback only, unless --insecure-no-token is given. Whatever the mode, \
+            only requests whose Host is a loopback name, the --listen address or an \
+            --allowed-host name are served. Actions are POSTs checked for their \
+            origin and a CSRF token (a cross-site POST gets 403); each is logged on \
+            stderr with who and what.
             """,
         arguments: [
-            .option("listen", value: "HOST:PORT", help: "Where to listen.", defaultValue: "127.0.0.1:8377"),
+            .option("listen", value: "HOST:PORT", help: "Where to listen.", defaultValue: Dashboard.defaultListen.description),
             .flag("read-only", help: "Refuse every action (403): pages and the API only show."),
             .option("token-file", value: "FILE", help: "Read the token every request needs from FILE (its first line)."),
+            .option("allowed-host", value: "NAME",
+                    help: "Also serve requests whose Host is NAME (the name browsers use to reach this dashboard).",
+                    repeatable: true),
+            .flag("insecure-no-token",
+                  help: "Allow listening beyond loopback without a token: anyone who reaches the address can use it."),
         ]
     )
 }

@@ -427,15 +427,20 @@ public enum JobctlCommands {
         abstract: "Run a private local PostgreSQL cluster for development.",
         discussion: """
             The cluster is made with the installed PostgreSQL server programs \
-            (initdb, pg_ctl), listens on 127.0.0.1 and on a Unix socket in its \
-            directory, and trusts local connections: it is for development and \
-            tests only. Run as root, the server runs as the 'postgres' user. \
-            The directory defaults to /tmp/courier-devdb-UID.
+            (initdb, pg_ctl). It listens on a Unix socket in DIR/run, a directory \
+            only its owner may enter (0700), and trusts connections there: it is for \
+            development and tests only. Only when start is given --port does it listen \
+            on 127.0.0.1 too, asking for a generated password, kept in DIR/run/pgpass \
+            (a libpq PGPASSFILE). A directory that others can write, or that belongs \
+            to another user, is refused. Run as root, the server runs as the \
+            'postgres' user. The directory defaults to /tmp/courier-devdb-UID.
             """,
         arguments: [
             .option("dir", value: "DIR", help: "Where the cluster's files live.",
                     environmentVariable: "COURIER_DEVDB_DIR", isGlobal: true),
-            .option("port", value: "PORT", help: "The TCP port to listen on.", defaultValue: "25432", isGlobal: true),
+            .option("port", value: "PORT",
+                    help: "The port; given to start, also listen on 127.0.0.1:PORT (with the password).",
+                    defaultValue: String(DevDatabase.Configuration.defaultPort), isGlobal: true),
         ],
         subcommands: [
             CommandSpec(

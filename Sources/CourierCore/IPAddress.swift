@@ -23,6 +23,15 @@ public enum IPAddress: Sendable, Hashable, CustomStringConvertible {
         self = .v6(high: high, low: low)
     }
 
+    /// Whether this is a loopback address: 127.0.0.0/8, `::1`, or an IPv4-mapped
+    /// `::ffff:127.x.x.x` (what a dual-stack socket reports for an IPv4 loopback peer).
+    public var isLoopback: Bool {
+        switch self {
+        case .v4(let value): value >> 24 == 127
+        case .v6(let high, let low): high == 0 && (low == 1 || (low >> 32 == 0xFFFF && (low >> 24) & 0xFF == 127))
+        }
+    }
+
     /// The IPv4 address embedded in the low 32 bits of an IPv6 address.
     var embeddedV4: UInt32? {
         guard case .v6(_, let low) = self else { return nil }

@@ -12,8 +12,14 @@ public final class Dashboard: Sendable {
     public struct Configuration: Sendable {
         public var listen: HTTPServerAddress
         public var readOnly = false
-        /// The token every request needs; nil: none (then only local `Host`s are served).
+        /// The token every request needs, as ``DashboardAuth/validatedToken(_:source:)``
+        /// returned it; nil: none (keep the listen address on loopback then).
         public var token: String?
+        /// Names besides loopback (and the listen address) that a request's `Host` may
+        /// give (`--allowed-host`), as ``AllowedHosts/validated(_:field:)`` returned them.
+        public var allowedHosts: [String] = []
+        /// How many failed token checks are allowed, per client address and overall.
+        public var loginThrottle = LoginThrottle.Policy()
         /// How long the overview snapshot is reused, whatever the number of browsers. Default 1 s.
         public var snapshotLifetime: Duration = .seconds(1)
         /// How many dead letters one replay (and its preview) from the dashboard takes at most:
@@ -30,16 +36,24 @@ public final class Dashboard: Sendable {
     let configuration: Configuration
     let store: DashboardStore
     let auth: DashboardAuth
+    let hosts: AllowedHosts
     let snapshot: SnapshotCache
-    /// Where each action is logged (one line, with who and what).
+    /// Where each action, failed login and throttled client is logged (one line each).
     let log: @Sendable (String) -> Void
+    private let now: @Sendable () -> ContinuousClock.Instant
+    /// Lets one line per client address a minute through about its throttled attempts.
+    private let throttledLog = Locked(LogThrottle(interval: .seconds(60)))
 
-    public init(configuration: Configuration, store: DashboardStore, log: @escaping @Sendable (String) -> Void) {
+    /// - Parameter now: the clock sessions and the login throttle go by (injected for tests).
+    public init(configuration: Configuration, store: DashboardStore, log: @escaping @Sendable (String) -> Void,
+                now: @escaping @Sendable () -> ContinuousClock.Instant = { .now }) {
         self.configuration = configuration
         self.store = store
-        self.auth = DashboardAuth(token: configuration.token)
+        self.auth = DashboardAuth(token: configuration.token, throttle: configuration.loginThrottle, now: now)
+        self.hosts = AllowedHosts(listenHost: configuration.listen.host, extra: configuration.allowedHosts)
         self.snapshot = SnapshotCache(lifetime: configuration.snapshotLifetime) { try store.overview() }
         self.log = log
+        self.now = now
     }
 
     /// The server: every path goes to ``handle(_:)`` on a handler thread; bodies up to 64 KiB.
@@ -73,13 +87,23 @@ public final class Dashboard: Sendable {
 
     private func route(_ request: HTTPServer.Request) -> HTTPServer.Response {
         let path = request.path
+        guard hosts.allows(request.header("host")) else {
+            return Self.text(403, "refused: the Host header is not a name of this dashboard "
+                             + "(loopback names are; start it with --allowed-host NAME to serve another)")
+        }
         if path == "/assets/app.css" { return .init(status: 200, contentType: "text/css; charset=utf-8", body: Array(Assets.css.utf8)) }
         if path == "/assets/app.js" { return .init(status: 200, contentType: "text/javascript; charset=utf-8", body: Array(Assets.js.utf8)) }
-        if !auth.requiresToken && !DashboardAuth.isLocalHost(request.header("host"), listenHost: configuration.listen.host) {
-            return Self.text(403, "refused: the Host header does not name this machine (set a token to serve other names)")
-        }
         if path == "/login" { return login(request) }
-        guard let identity = auth.identify(request) else {
+        let identity: DashboardAuth.Identity
+        switch auth.authenticate(request) {
+        case .identified(let found):
+            identity = found
+        case .throttled(let wait):
+            return throttled(request, wait)
+        case .wrongToken:
+            log("dashboard: failed login from \(client(request)): wrong bearer token (\(request.method) \(path))")
+            return Self.json(401, ["error": "wrong token"], headers: [.init("WWW-Authenticate", "Bearer")])
+        case .anonymous:
             if path.hasPrefix("/api/") || request.method == "POST" {
                 return Self.json(401, ["error": "a token is needed: Authorization: Bearer TOKEN"],
                                  headers: [.init("WWW-Authenticate", "Bearer")])
@@ -121,13 +145,40 @@ public final class Dashboard: Sendable {
                origin.lowercased() != "http://" + host.lowercased() && origin.lowercased() != "https://" + host.lowercased() {
                 return Self.text(403, "cross-site login refused")
             }
-            if let session = auth.login(candidate: Params(request).first("token") ?? "") {
-                log("dashboard: login, session \(session.prefix(8))")
+            switch auth.login(candidate: Params(request).first("token") ?? "", client: request.peer) {
+            case .session(let session):
+                log("dashboard: login from \(client(request)), session \(session.prefix(8))")
                 return Self.redirect("/", headers: [.init("Set-Cookie", auth.cookie(session))])
+            case .refused:
+                log("dashboard: failed login from \(client(request)): wrong token (login form)")
+                return Self.html(401, Pages.login(error: "That token is not right."))
+            case .throttled(let wait):
+                return throttled(request, wait)
             }
-            return Self.html(401, Pages.login(failed: true))
         }
-        return Self.html(200, Pages.login(failed: false))
+        return Self.html(200, Pages.login(error: nil))
+    }
+
+    /// The client address a log line names.
+    private func client(_ request: HTTPServer.Request) -> String {
+        request.peer ?? DashboardAuth.unknownClient
+    }
+
+    /// 429 with Retry-After for an attempt the throttle refused (the token was not
+    /// looked at); logged once a minute per client address.
+    private func throttled(_ request: HTTPServer.Request, _ wait: Duration) -> HTTPServer.Response {
+        let seconds = LoginThrottle.retryAfterSeconds(wait)
+        let client = client(request)
+        let instant = now()
+        if throttledLog.withLock({ $0.allows(client, at: instant) }) {
+            log("dashboard: throttling token attempts from \(client): too many failed attempts (next in \(seconds) s)")
+        }
+        let message = "too many failed attempts: try again in \(seconds) s"
+        let headers: [HTTPServer.Response.Header] = [.init("Retry-After", String(seconds))]
+        if request.path == "/login" && request.header("authorization") == nil {
+            return Self.html(429, Pages.login(error: "Too many failed logins: try again in \(seconds) seconds."), headers: headers)
+        }
+        return Self.json(429, ["error": message], headers: headers)
     }
 
     // MARK: - Answers

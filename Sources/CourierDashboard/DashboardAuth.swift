@@ -1,3 +1,4 @@
+import CourierCore
 import CourierHTTPServer
 import Foundation
 
@@ -5,9 +6,11 @@ import Foundation
 ///
 /// - With a token, every request (but the login form and the static assets) must carry
 ///   it as `Authorization: Bearer TOKEN`, or the session cookie the login form sets
-///   (HttpOnly, SameSite=Strict). Without one, the dashboard is for whoever reaches its
-///   (loopback by default) address, and refuses requests whose `Host` is not an address
-///   of this machine, so a web page cannot read it through DNS rebinding.
+///   (HttpOnly, SameSite=Strict). Each presented token is checked through a
+///   ``LoginThrottle``: failed guesses are limited per client address and overall.
+///   Without a token, the dashboard is for whoever reaches its loopback address.
+///   Either way ``AllowedHosts`` refuses requests whose `Host` is not a name of this
+///   dashboard, so a web page cannot use it through DNS rebinding.
 /// - A POST must come from the dashboard's own origin (`Origin`, else `Sec-Fetch-Site`)
 ///   and, unless it carries the bearer token (which a browser never adds by itself), the
 ///   session's CSRF token (form field `csrf` or header `X-CSRF-Token`).
@@ -21,6 +24,41 @@ public final class DashboardAuth: @unchecked Sendable {
         /// `token`, `session 1a2b3c4d` or `local`.
         public var label: String
     }
+
+    /// What ``authenticate(_:)`` found.
+    public enum Authentication: Sendable, Equatable {
+        /// Who made the request.
+        case identified(Identity)
+        /// No credential, or a session that ended or never was: the browser should log in.
+        case anonymous
+        /// A bearer token that is not the token: a failed attempt, counted by the throttle.
+        case wrongToken
+        /// Too many failed attempts: refused without the token being looked at.
+        case throttled(retryAfter: Duration)
+    }
+
+    /// What ``login(candidate:client:)`` did.
+    public enum LoginResult: Sendable, Equatable {
+        /// The token was right: the new session's id (the cookie value).
+        case session(String)
+        /// The token was wrong (or none is set): a failed attempt.
+        case refused
+        /// Too many failed attempts: refused without the candidate being looked at.
+        case throttled(retryAfter: Duration)
+
+        /// The session id when the login succeeded.
+        public var session: String? {
+            if case .session(let id) = self { return id }
+            return nil
+        }
+    }
+
+    /// The fewest characters a token may have, whatever its source (`--token-file`,
+    /// `COURIER_DASHBOARD_TOKEN`): 16. Checked by ``validatedToken(_:source:)``.
+    public static let minimumTokenLength = 16
+
+    /// The client address a request without a known peer is counted under.
+    static let unknownClient = "unknown"
 
     public static let cookieName = "courier_session"
     /// How long a login lasts (default 12 hours): after it the cookie is refused and the
@@ -40,37 +78,58 @@ public final class DashboardAuth: @unchecked Sendable {
     private let sessionLifetime: Duration
     private let maximumSessions: Int
     private let now: @Sendable () -> ContinuousClock.Instant
+    private let throttle: LoginThrottle
     private let lock = NSLock()
     /// Session id → its CSRF token and end.
     private var sessions: [String: Session] = [:]
 
-    /// - Parameter now: the clock sessions expire by (injected for tests).
+    /// - Parameters:
+    ///   - token: the token every request needs (as ``validatedToken(_:source:)``
+    ///     returned it); nil or empty: none.
+    ///   - throttle: how many failed token checks are allowed, per client and overall.
+    ///   - now: the clock sessions expire and failed attempts come back by (injected for tests).
     public init(token: String?, sessionLifetime: Duration = defaultSessionLifetime,
-                maximumSessions: Int = defaultMaximumSessions,
+                maximumSessions: Int = defaultMaximumSessions, throttle: LoginThrottle.Policy = .init(),
                 now: @escaping @Sendable () -> ContinuousClock.Instant = { .now }) {
         self.token = token.flatMap { $0.isEmpty ? nil : $0 }
         self.localCSRF = Self.randomToken()
         self.sessionLifetime = sessionLifetime
         self.maximumSessions = max(1, maximumSessions)
         self.now = now
+        self.throttle = LoginThrottle(policy: throttle, now: now)
     }
 
     public var requiresToken: Bool { token != nil }
 
-    /// The identity of `request`, or nil when it must log in (or is refused).
-    public func identify(_ request: HTTPServer.Request) -> Identity? {
-        guard let token else { return Identity(kind: .local, csrf: localCSRF, label: "local") }
+    /// The token as given by `source` (the flag or variable it came from), trimmed of
+    /// surrounding white space; throws, naming `source`, when it is shorter than
+    /// ``minimumTokenLength``. The one check every token source goes through.
+    public static func validatedToken(_ text: String, source: String) throws(ValidationError) -> String {
+        let token = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard token.count >= minimumTokenLength else {
+            throw ValidationError(field: source, message: "the token must be at least \(minimumTokenLength) characters")
+        }
+        return token
+    }
+
+    /// Who made `request`. A bearer token is checked through the throttle (its client
+    /// is the request's peer address); a session cookie is not (its id is 256 random
+    /// bits, not a guess worth limiting).
+    public func authenticate(_ request: HTTPServer.Request) -> Authentication {
+        guard let token else { return .identified(Identity(kind: .local, csrf: localCSRF, label: "local")) }
         if let authorization = request.header("authorization") {
             let parts = authorization.split(separator: " ", maxSplits: 1)
-            if parts.count == 2, parts[0].lowercased() == "bearer", Self.constantTimeEqual(String(parts[1]), token) {
-                return Identity(kind: .bearer, csrf: "", label: "token")
+            let presented = parts.count == 2 && parts[0].lowercased() == "bearer" ? String(parts[1]) : ""
+            switch throttle.attempt(client: request.peer ?? Self.unknownClient, { Self.constantTimeEqual(presented, token) }) {
+            case .passed: return .identified(Identity(kind: .bearer, csrf: "", label: "token"))
+            case .failed: return .wrongToken
+            case .throttled(let wait): return .throttled(retryAfter: wait)
             }
-            return nil
         }
         if let session = request.cookie(Self.cookieName), let csrf = liveSession(session) {
-            return Identity(kind: .session, csrf: csrf, label: "session " + String(session.prefix(8)))
+            return .identified(Identity(kind: .session, csrf: csrf, label: "session " + String(session.prefix(8))))
         }
-        return nil
+        return .anonymous
     }
 
     /// The CSRF token of `session` while it lasts; an expired one is forgotten.
@@ -86,9 +145,19 @@ public final class DashboardAuth: @unchecked Sendable {
         }
     }
 
-    /// Starts a session when `candidate` is the token; returns the cookie value.
-    public func login(candidate: String) -> String? {
-        guard let token, Self.constantTimeEqual(candidate, token) else { return nil }
+    /// Starts a session when `candidate` is the token, checked through the throttle as
+    /// an attempt by `client` (the request's peer address).
+    public func login(candidate: String, client: String?) -> LoginResult {
+        guard let token else { return .refused }
+        switch throttle.attempt(client: client ?? Self.unknownClient, { Self.constantTimeEqual(candidate, token) }) {
+        case .passed: return .session(startSession())
+        case .failed: return .refused
+        case .throttled(let wait): return .throttled(retryAfter: wait)
+        }
+    }
+
+    /// A new session (making room when there are too many); returns its id.
+    private func startSession() -> String {
         let session = Self.randomToken()
         let now = now()
         let lifetime = sessionLifetime
@@ -113,23 +182,6 @@ public final class DashboardAuth: @unchecked Sendable {
     public func cookie(_ session: String?) -> String {
         guard let session else { return "\(Self.cookieName)=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0" }
         return "\(Self.cookieName)=\(session); Path=/; HttpOnly; SameSite=Strict; Max-Age=\(sessionLifetime.components.seconds)"
-    }
-
-    /// Whether `host` (the `Host` header) names this machine: loopback names and
-    /// addresses, or `listenHost` itself. Pure.
-    public static func isLocalHost(_ host: String?, listenHost: String?) -> Bool {
-        guard let host, !host.isEmpty else { return false }
-        var name = host.lowercased()
-        if name.hasPrefix("["), let close = name.firstIndex(of: "]") {
-            name = String(name[name.index(after: name.startIndex)..<close])
-        } else if let colon = name.lastIndex(of: ":"), !name[..<colon].contains(":") {
-            name = String(name[..<colon])
-        }
-        let parts = name.split(separator: ".", omittingEmptySubsequences: false)
-        let loopbackV4 = parts.count == 4 && parts[0] == "127" && parts.allSatisfy { !$0.isEmpty && $0.count <= 3 && $0.allSatisfy(\.isASCIIDigit) }
-        if name == "localhost" || name == "::1" || loopbackV4 { return true }
-        if let listenHost, !listenHost.isEmpty, listenHost != "0.0.0.0", listenHost != "::" { return name == listenHost.lowercased() }
-        return false
     }
 
     /// Why a POST must be refused (403), or nil when it may proceed. Pure.

@@ -75,8 +75,9 @@ enum Pages {
             """
     }
 
-    static func login(failed: Bool) -> HTML {
-        let message: HTML = failed ? "<p class=\"error\">That token is not right.</p>" : ""
+    /// The login form, with `error` (escaped) above it when there is one.
+    static func login(error: String?) -> HTML {
+        let message: HTML = error.map { "<p class=\"error\">\($0)</p>" } ?? ""
         return layout(title: "Log in", nav: "", csrf: "", body: """
             <h1>Log in</h1>\(message)<form method="post" action="/login"><label>Token \
             <input type="password" name="token" autocomplete="current-password" autofocus></label> <button>Log in</button></form>

@@ -13,15 +13,19 @@ extension HTTPServer {
         public var headers: [Response.Header]
         /// The body (empty when there was none, or when the server accepts no bodies).
         public var body: [UInt8]
+        /// The numeric address of the client's end of the connection (`203.0.113.9`,
+        /// `::1`), set by the server; nil when unknown. Behind a proxy it is the proxy's.
+        public var peer: String?
 
         public init(method: String, path: String, query: String? = nil, version: String = "HTTP/1.1",
-                    headers: [Response.Header] = [], body: [UInt8] = []) {
+                    headers: [Response.Header] = [], body: [UInt8] = [], peer: String? = nil) {
             self.method = method
             self.path = path
             self.query = query
             self.version = version
             self.headers = headers
             self.body = body
+            self.peer = peer
         }
 
         /// The first value of header `name` (compared case-insensitively).

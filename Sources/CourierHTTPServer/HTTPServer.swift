@@ -68,7 +68,7 @@ public final class HTTPServer: @unchecked Sendable {
     private var listener: Int32 = -1
     private var wakeRead: Int32 = -1
     private var wakeWrite: Int32 = -1
-    private var boundPort = 0
+    private var bound: HTTPServerAddress?
     private var started = false
     private var stopping = false
     private var stopHooks: [@Sendable () -> Void] = []
@@ -94,8 +94,14 @@ public final class HTTPServer: @unchecked Sendable {
         self.handlerPool = router.routes.contains(where: \.blocking) ? HandlerPool(threads: max(1, limits.handlerThreads)) : nil
     }
 
-    /// The port actually bound (differs from the address's when it asked for port 0).
-    public var port: Int { lock.withLock { boundPort } }
+    /// The port actually bound (differs from the address's when it asked for port 0);
+    /// 0 before ``start()``.
+    public var port: Int { lock.withLock { bound?.port ?? 0 } }
+
+    /// The numeric address and port actually bound, as the kernel reports them
+    /// (`0.0.0.0:9464` for `:9464`, `127.0.0.1:8377` for `localhost:8377`); nil before
+    /// ``start()``. What a banner should show, rather than the address asked for.
+    public var boundAddress: HTTPServerAddress? { lock.withLock { bound } }
 
     /// Registers work to do when the server stops (e.g. stopping a sampler).
     public func onStop(_ hook: @escaping @Sendable () -> Void) {
@@ -120,7 +126,7 @@ public final class HTTPServer: @unchecked Sendable {
         let (readEnd, writeEnd) = (pipeEnds[0], pipeEnds[1])
         lock.withLock {
             listener = socket.fd
-            boundPort = socket.port
+            bound = socket.bound
             wakeRead = readEnd
             wakeWrite = writeEnd
         }
@@ -177,6 +183,8 @@ public final class HTTPServer: @unchecked Sendable {
         var accepted: ContinuousClock.Instant
         /// Held in a reserved slot: it may only be answered for a probe route.
         var reserved: Bool
+        /// The client's numeric address (``Request/peer``).
+        var peer: String?
         /// Whether the answer a handler thread is preparing is sent with its body (not for HEAD).
         var includeBody = true
 
@@ -263,7 +271,7 @@ public final class HTTPServer: @unchecked Sendable {
             let now = ContinuousClock.now
             serial += 1
             connections[fd] = Connection(fd: fd, serial: serial, deadline: now + limits.requestTimeout, accepted: now,
-                                         reserved: ordinary >= limits.maxConnections)
+                                         reserved: ordinary >= limits.maxConnections, peer: Self.socketAddress(fd, peer: true)?.host)
         }
     }
 
@@ -302,7 +310,10 @@ public final class HTTPServer: @unchecked Sendable {
             return true
         case .reject(let status, let message):
             response = Response(status: status, text: message + "\n")
-        case .request(let request):
+        case .request(let parsed):
+            var withPeer = parsed
+            withPeer.peer = connection.peer
+            let request = withPeer
             includeBody = request.method != "HEAD"
             if connection.reserved && !isProbe(request) {
                 // A reserved slot serves probes only, unless an ordinary slot can be freed.
@@ -397,7 +408,7 @@ public final class HTTPServer: @unchecked Sendable {
 
     // MARK: - Binding
 
-    private static func bind(_ address: HTTPServerAddress) throws(HTTPServerError) -> (fd: Int32, port: Int) {
+    private static func bind(_ address: HTTPServerAddress) throws(HTTPServerError) -> (fd: Int32, bound: HTTPServerAddress) {
         var hints = addrinfo()
         hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV
         hints.ai_family = address.host == nil ? AF_INET : AF_UNSPEC
@@ -421,26 +432,39 @@ public final class HTTPServer: @unchecked Sendable {
                 close(fd)
                 continue
             }
-            return (fd, localPort(fd) ?? address.port)
+            return (fd, socketAddress(fd) ?? address)
         }
         throw HTTPServerError(.bind, address: address.description, reason: lastError)
     }
 
-    private static func localPort(_ fd: Int32) -> Int? {
+    /// The numeric address and port of a socket's local end (`getsockname`), or of its
+    /// peer (`getpeername`) when `peer` is true; nil when the call fails.
+    static func socketAddress(_ fd: Int32, peer: Bool = false) -> HTTPServerAddress? {
         var storage = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
         let ok = withUnsafeMutablePointer(to: &storage) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) == 0 }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                (peer ? getpeername(fd, $0, &length) : getsockname(fd, $0, &length)) == 0
+            }
         }
         guard ok else { return nil }
+        var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
         switch Int32(storage.ss_family) {
         case AF_INET:
             return withUnsafePointer(to: &storage) {
-                $0.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { Int(UInt16(bigEndian: $0.pointee.sin_port)) }
+                $0.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { address in
+                    var raw = address.pointee.sin_addr
+                    guard inet_ntop(AF_INET, &raw, &text, socklen_t(text.count)) != nil else { return nil }
+                    return HTTPServerAddress(host: String(cString: text), port: Int(UInt16(bigEndian: address.pointee.sin_port)))
+                }
             }
         case AF_INET6:
             return withUnsafePointer(to: &storage) {
-                $0.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { Int(UInt16(bigEndian: $0.pointee.sin6_port)) }
+                $0.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { address in
+                    var raw = address.pointee.sin6_addr
+                    guard inet_ntop(AF_INET6, &raw, &text, socklen_t(text.count)) != nil else { return nil }
+                    return HTTPServerAddress(host: String(cString: text), port: Int(UInt16(bigEndian: address.pointee.sin6_port)))
+                }
             }
         default:
             return nil

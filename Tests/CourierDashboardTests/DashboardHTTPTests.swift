@@ -16,12 +16,15 @@ final class DashboardHarness: @unchecked Sendable {
     private let lock = NSLock()
     private var lines: [String] = []
 
-    init(token: String? = nil, readOnly: Bool = false, label: String = #function) throws {
+    init(token: String? = nil, readOnly: Bool = false, allowedHosts: [String] = [],
+         throttle: LoginThrottle.Policy = .init(), label: String = #function) throws {
         database = try CourierTestDatabase.create(label: label)
         db = try database.connect()
         var configuration = Dashboard.Configuration(listen: HTTPServerAddress(host: "127.0.0.1", port: 0))
         configuration.token = token
         configuration.readOnly = readOnly
+        configuration.allowedHosts = allowedHosts
+        configuration.loginThrottle = throttle
         configuration.snapshotLifetime = .milliseconds(100)
         let store = DashboardStore(.init(database: database.configuration(applicationName: "dashboard test")))
         let box = LogBox()
@@ -152,6 +155,53 @@ struct DashboardHTTPTests {
         var localhost = h.client
         localhost.host = "localhost:\(h.server.port)"
         #expect(try localhost.get("/").status == 200)
+    }
+
+    /// Issue 43: with a token the Host was not checked, so a DNS-rebinding page could
+    /// try tokens from the operator's browser. Now a foreign Host is refused before any
+    /// token is looked at, in every mode; --allowed-host names a real one.
+    @Test func aRebindingHostIsRefusedWithATokenTooAndAllowedHostsAreServed() throws {
+        let h = try DashboardHarness(token: Self.token, allowedHosts: ["dash.example.com"])
+        defer { h.close() }
+        var rebinding = h.client
+        rebinding.host = "rebind.attacker.example:\(h.server.port)"
+        let origin = ("Origin", "http://rebind.attacker.example:\(h.server.port)")
+        let login = try rebinding.post("/login", form: [("token", Self.token)], headers: [origin])
+        #expect(login.status == 403 && login.header("Set-Cookie") == nil, "the rebinding page cannot log in: \(login.status) \(login.body)")
+        #expect(try rebinding.get("/api/stats", headers: [("Authorization", "Bearer \(Self.token)")]).status == 403)
+        #expect(try rebinding.get("/login").status == 403)
+        var named = h.client
+        named.host = "dash.example.com:\(h.server.port)"
+        #expect(try named.get("/api/stats", headers: [("Authorization", "Bearer \(Self.token)")]).status == 200)
+        var localhost = h.client
+        localhost.host = "localhost:\(h.server.port)"
+        #expect(try localhost.get("/login").status == 200)
+    }
+
+    /// Issue 43: logins were neither throttled nor logged (about 2,600 guesses a
+    /// second). Now each failed try is logged without the guess, and past the client's
+    /// burst a try gets 429 with Retry-After without being checked, even the right token.
+    @Test func guessingTheTokenIsThrottledAndLogged() throws {
+        var throttle = LoginThrottle.Policy()
+        throttle.clientBurst = 3
+        throttle.clientRefill = .seconds(3600)
+        let h = try DashboardHarness(token: Self.token, throttle: throttle)
+        defer { h.close() }
+        let guesses = ["guess-0001-aaaaaaaaaaaa", "guess-0002-bbbbbbbbbbbb"]
+        for guess in guesses {
+            #expect(try h.client.post("/login", form: [("token", guess)]).status == 401)
+        }
+        #expect(try h.client.get("/api/stats", headers: [("Authorization", "Bearer guess-0003-cccccccccccc")]).status == 401)
+        let login = try h.client.post("/login", form: [("token", Self.token)])
+        #expect(login.status == 429 && login.header("Set-Cookie") == nil, "throttled, the right token is not even checked: \(login.status)")
+        let retryAfter = try #require(login.header("Retry-After").flatMap(Int.init))
+        #expect(retryAfter > 3500 && retryAfter <= 3600)
+        let api = try h.client.get("/api/stats", headers: [("Authorization", "Bearer \(Self.token)")])
+        #expect(api.status == 429 && api.header("Retry-After") != nil && api.body.contains("too many failed attempts"))
+        let failures = h.log.filter { $0.contains("failed login from 127.0.0.1") }
+        #expect(failures.count == 3, "each failed try is logged with its address: \(h.log)")
+        #expect(h.log.filter { $0.contains("throttling token attempts from 127.0.0.1") }.count == 1, "once a minute: \(h.log)")
+        #expect(!h.log.contains { $0.contains("guess-") || $0.contains(Self.token) }, "no guess and no token is logged: \(h.log)")
     }
 
     @Test func everyValueIsEscapedAndSecretsAreRedacted() throws {

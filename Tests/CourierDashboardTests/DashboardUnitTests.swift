@@ -1,4 +1,5 @@
 @testable import CourierDashboard
+import CourierCore
 import CourierHTTPServer
 import CourierStore
 import CourierTestSupport
@@ -43,18 +44,6 @@ import Testing
         #expect(DashboardAuth.postRefusal(identity: bearer, origin: nil, fetchSite: nil, host: "h", sentCSRF: nil) == nil)
     }
 
-    @Test func localHostNames() {
-        #expect(DashboardAuth.isLocalHost("127.0.0.1:8377", listenHost: "127.0.0.1"))
-        #expect(DashboardAuth.isLocalHost("localhost:8377", listenHost: "127.0.0.1"))
-        #expect(DashboardAuth.isLocalHost("[::1]:8377", listenHost: nil))
-        #expect(DashboardAuth.isLocalHost("10.0.0.5:8377", listenHost: "10.0.0.5"))
-        #expect(!DashboardAuth.isLocalHost("evil.example:8377", listenHost: "127.0.0.1"))
-        #expect(!DashboardAuth.isLocalHost("evil.example", listenHost: "0.0.0.0"))
-        #expect(!DashboardAuth.isLocalHost(nil, listenHost: "127.0.0.1"))
-        #expect(!DashboardAuth.isLocalHost("127.0.0.1.evil.example:8377", listenHost: nil), "a name that starts like loopback")
-        #expect(DashboardAuth.isLocalHost("127.0.0.2", listenHost: nil))
-    }
-
     @Test func constantTimeComparison() {
         #expect(DashboardAuth.constantTimeEqual("secret", "secret"))
         #expect(!DashboardAuth.constantTimeEqual("secret", "secreT"))
@@ -64,13 +53,162 @@ import Testing
 
     @Test func loginMakesSessionsOnlyForTheToken() {
         let auth = DashboardAuth(token: "the-token-0123456789")
-        #expect(auth.login(candidate: "wrong") == nil)
-        let session = auth.login(candidate: "the-token-0123456789")
+        #expect(auth.login(candidate: "wrong", client: "192.0.2.1") == .refused)
+        let session = auth.login(candidate: "the-token-0123456789", client: "192.0.2.1").session
         #expect(session?.count == 64)
         let request = HTTPServer.Request(method: "GET", path: "/", headers: [.init("Cookie", "a=b; courier_session=\(session ?? "")")])
         #expect(auth.identify(request)?.kind == .session)
         #expect(auth.identify(HTTPServer.Request(method: "GET", path: "/"))  == nil)
         #expect(DashboardAuth(token: nil).identify(HTTPServer.Request(method: "GET", path: "/"))?.kind == .local)
+    }
+}
+
+extension DashboardAuth {
+    /// The identity `request` authenticates as, or nil (tests only).
+    func identify(_ request: HTTPServer.Request) -> Identity? {
+        if case .identified(let identity) = authenticate(request) { return identity }
+        return nil
+    }
+}
+
+/// Issue 43: the `Host` check runs in every mode, with `--allowed-host` for real names.
+@Suite struct AllowedHostsTests {
+    @Test func loopbackNamesAndASingleListenAddressAreAllowed() {
+        let local = AllowedHosts(listenHost: "127.0.0.1")
+        #expect(local.allows("127.0.0.1:8377"))
+        #expect(local.allows("localhost:8377"))
+        #expect(local.allows("LOCALHOST"))
+        #expect(local.allows("[::1]:8377"))
+        #expect(local.allows("127.0.0.2"))
+        #expect(AllowedHosts(listenHost: "10.0.0.5").allows("10.0.0.5:8377"))
+        #expect(!local.allows("evil.example:8377"))
+        #expect(!local.allows(nil))
+        #expect(!local.allows(""))
+        #expect(!local.allows("127.0.0.1.evil.example:8377"), "a name that starts like loopback")
+        #expect(!AllowedHosts(listenHost: "0.0.0.0").allows("evil.example"))
+        #expect(!AllowedHosts(listenHost: "0.0.0.0").allows("0.0.0.0:8377"), "listening everywhere allows no name by itself")
+        #expect(!AllowedHosts(listenHost: nil).allows("10.0.0.5:8377"))
+    }
+
+    @Test func allowedHostNamesAreServedAndNothingElse() {
+        let hosts = AllowedHosts(listenHost: nil, extra: ["dash.example.com", "2001:db8::1"])
+        #expect(hosts.allows("DASH.example.com:8377"))
+        #expect(hosts.allows("dash.example.com"))
+        #expect(hosts.allows("[2001:db8:0::1]:8377"), "addresses compare in canonical form")
+        #expect(!hosts.allows("dash.example.com.evil.example"))
+        #expect(!hosts.allows("example.com"))
+    }
+
+    @Test func allowedHostValuesAreCheckedAndNormalized() throws {
+        #expect(try AllowedHosts.validated(" Dash.Example.com ", field: "--allowed-host") == "dash.example.com")
+        #expect(try AllowedHosts.validated("[::1]", field: "--allowed-host") == "::1")
+        #expect(try AllowedHosts.validated("10.0.0.5", field: "--allowed-host") == "10.0.0.5")
+        for bad in ["", "https://dash.example.com", "dash.example.com:8377", "dash.example.com/x", "*.example.com", "a b"] {
+            #expect(throws: ValidationError.self, "\(bad)") { try AllowedHosts.validated(bad, field: "--allowed-host") }
+        }
+        do {
+            _ = try AllowedHosts.validated("dash:1", field: "--allowed-host")
+        } catch {
+            #expect(error.description.hasPrefix("--allowed-host: "))
+        }
+    }
+}
+
+/// Issue 43: every token source has the same minimum, through one function.
+@Suite struct TokenValidationTests {
+    @Test func everySourceNeedsSixteenCharacters() throws {
+        #expect(DashboardAuth.minimumTokenLength == 16)
+        #expect(try DashboardAuth.validatedToken("  0123456789abcdef\n", source: "X") == "0123456789abcdef")
+        for source in ["--token-file", "COURIER_DASHBOARD_TOKEN"] {
+            #expect(throws: ValidationError(field: source, message: "the token must be at least 16 characters")) {
+                try DashboardAuth.validatedToken("0123456789abcde", source: source)
+            }
+            #expect(throws: ValidationError.self) { try DashboardAuth.validatedToken("x", source: source) }
+        }
+    }
+}
+
+/// Issue 43: failed token checks are throttled per client address and overall, on an
+/// injected clock; a throttled attempt is refused before the token is looked at.
+@Suite struct LoginThrottleTests {
+    static func policy() -> LoginThrottle.Policy {
+        var policy = LoginThrottle.Policy()
+        policy.clientBurst = 3
+        policy.clientRefill = .seconds(10)
+        policy.globalBurst = 5
+        policy.globalRefill = .seconds(60)
+        policy.maximumClients = 100
+        return policy
+    }
+
+    @Test func aClientsFailuresAreThrottledAndTheTokenIsNotEvenChecked() {
+        let clock = ManualClock()
+        let throttle = LoginThrottle(policy: Self.policy(), now: { clock.now })
+        for _ in 0..<3 { #expect(throttle.attempt(client: "192.0.2.1") { false } == .failed) }
+        let checked = Locked(false)
+        let right = { () -> Bool in checked.withLock { $0 = true }; return true }
+        #expect(throttle.attempt(client: "192.0.2.1", right) == .throttled(retryAfter: .seconds(10)))
+        #expect(!checked.withLock { $0 }, "a throttled attempt is not checked, even with the right token")
+        clock.advance(.seconds(9))
+        #expect(throttle.attempt(client: "192.0.2.1", right) == .throttled(retryAfter: .seconds(1)))
+        clock.advance(.seconds(1))
+        #expect(throttle.attempt(client: "192.0.2.1", right) == .passed)
+        #expect(throttle.attempt(client: "192.0.2.2") { false } == .failed, "another address has its own bucket")
+    }
+
+    @Test func theRightTokenGivesItsAttemptBack() {
+        let clock = ManualClock()
+        let throttle = LoginThrottle(policy: Self.policy(), now: { clock.now })
+        for _ in 0..<100 { #expect(throttle.attempt(client: "192.0.2.1") { true } == .passed) }
+        for _ in 0..<3 { #expect(throttle.attempt(client: "192.0.2.1") { false } == .failed) }
+        #expect(throttle.attempt(client: "192.0.2.1") { true } != .passed)
+    }
+
+    @Test func everyAddressTogetherIsLimitedToo() {
+        let clock = ManualClock()
+        let throttle = LoginThrottle(policy: Self.policy(), now: { clock.now })
+        for client in ["a", "a", "a", "b", "b"] { #expect(throttle.attempt(client: client) { false } == .failed) }
+        #expect(throttle.attempt(client: "b") { true } == .throttled(retryAfter: .seconds(60)), "the shared bucket is empty")
+        #expect(throttle.attempt(client: "c") { true } == .throttled(retryAfter: .seconds(60)), "a new address too")
+        clock.advance(.seconds(60))
+        #expect(throttle.attempt(client: "c") { false } == .failed)
+        #expect(throttle.attempt(client: "b") { true } == .throttled(retryAfter: .seconds(60)))
+    }
+
+    @Test func addressesBeyondTheMaximumShareOneBucket() {
+        let clock = ManualClock()
+        var policy = Self.policy()
+        policy.maximumClients = 2
+        policy.globalBurst = 1_000
+        let throttle = LoginThrottle(policy: policy, now: { clock.now })
+        for client in ["a", "b"] { #expect(throttle.attempt(client: client) { false } == .failed) }
+        for client in ["c", "d", "e"] { #expect(throttle.attempt(client: client) { false } == .failed) }
+        #expect(throttle.attempt(client: "f") { true } == .throttled(retryAfter: .seconds(10)), "new addresses share a bucket")
+        #expect(throttle.attempt(client: "a") { true } == .passed, "known ones keep theirs")
+        clock.advance(.seconds(30))
+        #expect(throttle.attempt(client: "f") { true } == .passed, "once full, old buckets are forgotten and make room")
+    }
+
+    @Test func retryAfterIsWholeSecondsRoundedUp() {
+        #expect(LoginThrottle.retryAfterSeconds(.milliseconds(1)) == 1)
+        #expect(LoginThrottle.retryAfterSeconds(.seconds(6)) == 6)
+        #expect(LoginThrottle.retryAfterSeconds(.milliseconds(6001)) == 7)
+        #expect(LoginThrottle.retryAfterSeconds(.zero) == 1)
+    }
+
+    @Test func dashboardAuthChecksBothLoginsAndBearerTokensThroughTheThrottle() {
+        let clock = ManualClock()
+        let auth = DashboardAuth(token: DashboardSessionTests.token, throttle: Self.policy(), now: { clock.now })
+        let bearer = { (token: String) in
+            HTTPServer.Request(method: "GET", path: "/api/stats", headers: [.init("Authorization", "Bearer \(token)")], peer: "192.0.2.7")
+        }
+        #expect(auth.authenticate(bearer("wrong-wrong-wrong-wrong")) == .wrongToken)
+        #expect(auth.login(candidate: "wrong-wrong-wrong", client: "192.0.2.7") == .refused)
+        #expect(auth.authenticate(HTTPServer.Request(method: "GET", path: "/", headers: [.init("Authorization", "Basic x")], peer: "192.0.2.7"))
+                == .wrongToken, "any Authorization header is a try")
+        #expect(auth.login(candidate: DashboardSessionTests.token, client: "192.0.2.7") == .throttled(retryAfter: .seconds(10)))
+        #expect(auth.authenticate(bearer(DashboardSessionTests.token)) == .throttled(retryAfter: .seconds(10)))
+        #expect(auth.login(candidate: DashboardSessionTests.token, client: "192.0.2.8").session != nil, "another address logs in")
     }
 }
 
@@ -83,7 +221,7 @@ import Testing
     @Test func aSessionEndsAfterItsLifetime() {
         let clock = ManualClock()
         let auth = DashboardAuth(token: Self.token, sessionLifetime: .seconds(3600), now: { clock.now })
-        let session = auth.login(candidate: Self.token)
+        let session = auth.login(candidate: Self.token, client: "192.0.2.1").session
         #expect(auth.identify(Self.request(session))?.kind == .session)
         #expect(auth.cookie(session).hasSuffix("; Max-Age=3600"), "the browser drops it too")
         clock.advance(.seconds(3599))
@@ -99,7 +237,7 @@ import Testing
         let auth = DashboardAuth(token: Self.token, maximumSessions: 3, now: { clock.now })
         var sessions: [String?] = []
         for _ in 0..<4 {
-            sessions.append(auth.login(candidate: Self.token))
+            sessions.append(auth.login(candidate: Self.token, client: "192.0.2.1").session)
             clock.advance(.seconds(1))
         }
         #expect(auth.identify(Self.request(sessions[0])) == nil, "the oldest made room")
@@ -108,7 +246,7 @@ import Testing
 
     @Test func loggingOutEndsTheSession() {
         let auth = DashboardAuth(token: Self.token)
-        let session = auth.login(candidate: Self.token)
+        let session = auth.login(candidate: Self.token, client: "192.0.2.1").session
         auth.logout(Self.request(session))
         #expect(auth.identify(Self.request(session)) == nil)
         #expect(auth.cookie(nil).hasSuffix("Max-Age=0"))

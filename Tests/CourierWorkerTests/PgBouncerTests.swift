@@ -8,6 +8,27 @@ import Testing
 /// session and in transaction mode: the connection's session settings, migrate, jobctl
 /// and a jobworker process all go through the pooler. scripts/test.sh starts both.
 @Suite(.serialized) struct PgBouncerTests {
+    /// Issue 43: the test poolers trusted every client on 127.0.0.1, so any local user could
+    /// reach the cluster as its superuser through them while a suite ran. They now ask for
+    /// the cluster's generated password; as the attack, connect without it and with a guess.
+    @Test(arguments: TestPooler.allCases)
+    func aPoolerRefusesClientsWithoutThePassword(pooler: TestPooler) throws {
+        try TestDatabase.with(label: "pgb_auth_\(pooler.rawValue)") { database in
+            let url = try pooler.url(for: database)
+            let parameters = try PostgresConnectionString.parse(url).filter { $0.key != "password" }
+            #expect(parameters.count < (try PostgresConnectionString.parse(url)).count, "the suite's URL carries the password")
+            for attempt in [[("passfile", "/nonexistent")], [("password", "guess"), ("passfile", "/nonexistent")]] {
+                let text = PostgresConnectionString.render(parameters + attempt + [("connect_timeout", "10")])
+                #expect(throws: (any Error).self, "\(pooler) let in a client with \(attempt)") {
+                    try PostgresConnection.connect(PostgresConfiguration(connectionString: text)).close()
+                }
+            }
+            if TestPooler.working.contains(pooler) {
+                try PostgresConnection.connect(PostgresConfiguration(connectionString: url)).close()  // the suite's URL gets in
+            }
+        }
+    }
+
     /// Every session setting the decoders could depend on is set to the least friendly
     /// value as the database default, so every fresh server connection PgBouncer opens
     /// starts with them.

@@ -43,6 +43,21 @@ public final class ControlStore {
         }
     }
 
+    /// Sets `role`'s password on the server `adminConfiguration` reaches (for `jobctl devdb
+    /// start`, whose TCP listener asks for it). ALTER ROLE takes no parameters, so the
+    /// password is bound to a session setting and quoted by `format(%L)` in the server; it
+    /// is never part of SQL text. `role` is an identifier Courier chooses, never user input.
+    public static func rolePasswordSet(_ role: String, password: String, adminConfiguration: DatabaseConfiguration) throws {
+        precondition(role.allSatisfy { $0.isLetter || $0.isNumber || $0 == "_" }, "a plain identifier")
+        let admin = try PostgresConnection.connect(adminConfiguration)
+        defer { admin.close() }
+        _ = try admin.query("select set_config('courier.devdb_password', \(password), false)")
+        try admin.simpleQuery("""
+            do $$ begin execute format('alter role \(role) password %L', current_setting('courier.devdb_password')); end $$;
+            reset courier.devdb_password
+            """)
+    }
+
     /// Runs `body` in one transaction (a savepoint when already in one): everything it does
     /// commits together, or a throw rolls all of it back.
     public func transaction<T>(_ body: (ControlStore) throws -> T) throws -> T {
