@@ -190,6 +190,15 @@ public struct TestRows {
             """, binds: [destination, ago.sqlMilliseconds]))
     }
 
+    /// The destinations' token buckets refill as if `elapsed` more time had passed since
+    /// their level was last written (`tokens_at` moved back; nil `destination`: all of them).
+    public func refillTokens(_ destination: String? = nil, for elapsed: Duration) throws {
+        try db.execute(PostgresQuery(unsafeSQL: """
+            update courier.destinations set tokens_at = tokens_at - $2::float8 * interval '1 millisecond'
+            where $1::text is null or destination = $1::text
+            """, binds: [destination, elapsed.sqlMilliseconds]))
+    }
+
     // MARK: Schedules
 
     /// An HTTP job template POSTing to `url` (what `jobctl schedule add --url` stores).
