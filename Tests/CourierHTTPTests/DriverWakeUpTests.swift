@@ -77,7 +77,7 @@ struct DriverWakeUpTests {
             // Not coordination: libcurl's connect-phase timers (Happy Eyeballs fires after
             // 200 ms) would wake the driver by themselves and hide a lost wake-up. After
             // this second the driver sleeps until something wakes it.
-            try await Task.sleep(for: .seconds(1))   // a measured window (see above)
+            try await Task.sleep(for: .seconds(1))   // a measured window: the connect-phase timers run out (see above)
             for task in tasks { task.cancel() }
             var outcomes: [TransportOutcome] = []
             for task in tasks { outcomes.append(await task.value) }
