@@ -26,6 +26,7 @@ public final class FreezableProxy: @unchecked Sendable {
     private var stopped = false
     private var sockets: Set<Int32> = []
     private var acceptedCount = 0
+    private var clientSendCount = 0
 
     enum Target {
         case unix(path: String)
@@ -99,6 +100,10 @@ public final class FreezableProxy: @unchecked Sendable {
 
     /// Connections accepted so far.
     public var connectionsAccepted: Int { condition.withLock { acceptedCount } }
+
+    /// The reads from clients forwarded to PostgreSQL so far, about one per statement (or
+    /// connection start-up) a client sent: while replies are held, how many answers wait.
+    public var clientSendsForwarded: Int { condition.withLock { clientSendCount } }
 
     /// Closes the listener and every connection.
     public func stop() {
@@ -186,6 +191,7 @@ public final class FreezableProxy: @unchecked Sendable {
                 offset += sent
             }
             if offset < count { break }
+            if !replies { condition.withLock { clientSendCount += 1 } }
         }
         shutdown(from, Int32(SHUT_RDWR))
         shutdown(to, Int32(SHUT_RDWR))

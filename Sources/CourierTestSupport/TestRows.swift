@@ -190,6 +190,15 @@ public struct TestRows {
             """, binds: [destination, ago.sqlMilliseconds]))
     }
 
+    /// The destinations' token buckets refill as if `elapsed` more time had passed since
+    /// their level was last written (`tokens_at` moved back; nil `destination`: all of them).
+    public func refillTokens(_ destination: String? = nil, for elapsed: Duration) throws {
+        try db.execute(PostgresQuery(unsafeSQL: """
+            update courier.destinations set tokens_at = tokens_at - $2::float8 * interval '1 millisecond'
+            where $1::text is null or destination = $1::text
+            """, binds: [destination, elapsed.sqlMilliseconds]))
+    }
+
     // MARK: Schedules
 
     /// An HTTP job template POSTing to `url` (what `jobctl schedule add --url` stores).
@@ -210,26 +219,79 @@ public struct TestRows {
 
     // MARK: Dead letters
 
-    /// `n` dead letters written by hand (no job history behind them), `exhausted` after
-    /// five attempts by default, created `createdAgo` and failed `failedAgo` before now and,
-    /// with `replayedAgo`, replayed that long ago. Each carries a fresh id from the jobs'
-    /// sequence; returns those ids.
+    /// What each dead letter ``deadLetters(_:_:)`` writes holds: an HTTP job's columns, its
+    /// last attempt and when it was created, failed and (optionally) replayed, as offsets
+    /// before now.
+    public struct DeadLetter: Sendable {
+        public var reason = "exhausted"
+        public var queue = "default"
+        public var destination = "https://c.example.com:443"
+        public var url = "https://c.example.com/x"
+        /// Row `i` (from 0) gets the url `url + "/i"` and the idempotency key `idempotencyKey + "-i"`.
+        public var numbered = false
+        /// The headers, a JSON object.
+        public var headers = "{}"
+        public var body: String?
+        public var idempotencyKey: String?
+        public var deadline: Date?
+        public var attempt = 5
+        /// nil: the attempt, and at least 5.
+        public var maxAttempts: Int?
+        /// The attempt history, a JSON array (nil: none).
+        public var errors: String?
+        public var lastClass: String?
+        public var lastStatus: Int?
+        public var worker: String?
+        public var createdAgo: Duration = .seconds(3600)
+        public var failedAgo: Duration = .seconds(1800)
+        public var replayedAgo: Duration?
+
+        public init() {}
+    }
+
+    /// `n` dead letters written by hand (no job history behind them), each as `configure`
+    /// sets it, in one statement. Each carries a fresh job id from the jobs' sequence;
+    /// returns the dead letters' ids and those job ids, in order.
+    @discardableResult
+    public func deadLetters(_ n: Int, _ configure: (inout DeadLetter) -> Void) throws -> [(id: Int64, jobID: Int64)] {
+        var d = DeadLetter()
+        configure(&d)
+        return try db.query(PostgresQuery(unsafeSQL: """
+            insert into courier.dead_letters (job_id, reason, kind, queue, priority, destination, method, url, headers, body,
+                timeout_ms, idempotency_key, max_attempts, deadline, attempt, errors, last_class, last_status, worker,
+                created_at, failed_at, replayed_at)
+            select nextval(pg_get_serial_sequence('courier.jobs', 'id')), $2::text, 'http', $3::text, 0, $4::text, 'POST',
+                case when $6::bool then $5::text || '/' || (g - 1) else $5::text end, $7::jsonb, $8::text, 30000,
+                case when $6::bool then $9::text || '-' || (g - 1) else $9::text end, coalesce($10::int, greatest($12::int, 5)),
+                $11::timestamptz, $12::int, coalesce($13::jsonb, '[]'), $14::text, $15::int, $16::text,
+                now() - $17::float8 * interval '1 millisecond', now() - $18::float8 * interval '1 millisecond',
+                now() - $19::float8 * interval '1 millisecond'
+            from generate_series(1, $1::int) g
+            returning id, job_id
+            """, binds: [n, d.reason, d.queue, d.destination, d.url, d.numbered, d.headers, d.body, d.idempotencyKey, d.maxAttempts,
+                     d.deadline, d.attempt, d.errors, d.lastClass, d.lastStatus, d.worker, d.createdAgo.sqlMilliseconds,
+                     d.failedAgo.sqlMilliseconds, d.replayedAgo?.sqlMilliseconds]))
+            .rows.map { (id: try $0.decode(0, as: Int64.self), jobID: try $0.decode(1, as: Int64.self)) }
+    }
+
+    /// `n` dead letters as ``deadLetters(_:_:)`` writes them, `exhausted` after five attempts
+    /// by default, created `createdAgo` and failed `failedAgo` before now and, with
+    /// `replayedAgo`, replayed that long ago. Returns their job ids.
     @discardableResult
     public func deadLetters(_ n: Int, destination: String = "https://c.example.com:443", url: String = "https://c.example.com/x",
                             reason: String = "exhausted", queue: String = "default", attempt: Int = 5,
                             createdAgo: Duration = .seconds(3600), failedAgo: Duration = .seconds(1800),
                             replayedAgo: Duration? = nil) throws -> [Int64] {
-        try db.query(PostgresQuery(unsafeSQL: """
-            insert into courier.dead_letters (job_id, reason, kind, queue, priority, destination, method, url, headers,
-                timeout_ms, max_attempts, attempt, created_at, failed_at, replayed_at)
-            select nextval(pg_get_serial_sequence('courier.jobs', 'id')), $2::text, 'http', $3::text, 0, $4::text, 'POST', $5::text,
-                '{}'::jsonb, 30000, greatest($6::int, 5), $6::int, now() - $9::float8 * interval '1 millisecond',
-                now() - $7::float8 * interval '1 millisecond', now() - $8::float8 * interval '1 millisecond'
-            from generate_series(1, $1::int)
-            returning job_id
-            """, binds: [n, reason, queue, destination, url, attempt, failedAgo.sqlMilliseconds, replayedAgo?.sqlMilliseconds,
-                     createdAgo.sqlMilliseconds]))
-            .rows.map { try $0.decode(0, as: Int64.self) }
+        try deadLetters(n) { d in
+            d.destination = destination
+            d.url = url
+            d.reason = reason
+            d.queue = queue
+            d.attempt = attempt
+            d.createdAgo = createdAgo
+            d.failedAgo = failedAgo
+            d.replayedAgo = replayedAgo
+        }.map(\.jobID)
     }
 }
 

@@ -90,7 +90,7 @@ final class ControlFixture: @unchecked Sendable {
         try TestRows(db).job(url: url, configure)
     }
 
-    /// Inserts a dead letter directly, with every field a filter can look at.
+    /// A dead letter written through TestRows, with every field a filter can look at; returns its id.
     @discardableResult
     func deadLetter(reason: String = "exhausted", destination: String = "https://api.example.com:443",
                     queue: String = "default", lastClass: String? = "server", lastStatus: Int? = 500,
@@ -100,20 +100,25 @@ final class ControlFixture: @unchecked Sendable {
             [{"attempt": 1, "class": "\(lastClass ?? "server")", "status": \(lastStatus.map(String.init) ?? "null"), "message": "first"},
              {"attempt": 2, "class": "\(lastClass ?? "server")", "status": \(lastStatus.map(String.init) ?? "null"), "message": "second"}]
             """
-        let row = try db.query("""
-            insert into courier.dead_letters (job_id, reason, kind, queue, priority, destination, method, url, headers,
-                body, timeout_ms, idempotency_key, max_attempts, deadline, attempt, errors, last_class, last_status,
-                worker, created_at, failed_at, replayed_at)
-            values (nextval(pg_get_serial_sequence('courier.jobs', 'id')), \(reason), 'http', \(queue), 0, \(destination),
-                'POST', \(url ?? destination + "/hook"), '{"Content-Type": "application/json"}'::jsonb, '{"n": 1}', 30000,
-                \(key ?? UUID().uuidString), 5, \(deadline)::timestamptz, \(attempt)::int, \(history)::jsonb,
-                \(lastClass)::text, \(lastStatus)::int, 'test-worker',
-                now() - \(createdAgo ?? seconds + 10)::float8 * interval '1 second',
-                now() - \(seconds)::float8 * interval '1 second',
-                case when \(replayed) then now() - interval '1 second' end)
-            returning id
-            """).rows[0]
-        return try row.decode(0, as: Int64.self)
+        return try TestRows(db).deadLetters(1) { d in
+            d.reason = reason
+            d.queue = queue
+            d.destination = destination
+            d.url = url ?? destination + "/hook"
+            d.headers = #"{"Content-Type": "application/json"}"#
+            d.body = #"{"n": 1}"#
+            d.idempotencyKey = key ?? UUID().uuidString
+            d.maxAttempts = 5
+            d.deadline = deadline
+            d.attempt = attempt
+            d.errors = history
+            d.lastClass = lastClass
+            d.lastStatus = lastStatus
+            d.worker = "test-worker"
+            d.createdAgo = .seconds(createdAgo ?? seconds + 10)
+            d.failedAgo = .seconds(seconds)
+            d.replayedAgo = replayed ? .seconds(1) : nil
+        }[0].id
     }
 
     /// The dead letters' ids with `replayed_at` set.

@@ -200,16 +200,21 @@ struct ReplayDeadLettersSQLTests {
         }
     }
 
+    /// `count` exhausted dead letters of `destination`, each with its own url and idempotency key.
     static func insertDeadLetters(_ count: Int, destination: String, on db: PostgresConnection) throws {
-        try db.query("""
-            insert into courier.dead_letters (job_id, reason, kind, queue, priority, destination, method, url, headers,
-                body, timeout_ms, idempotency_key, max_attempts, attempt, errors, last_class, last_status, created_at, failed_at)
-            select g, 'exhausted', 'http', 'default', 0, \(destination), 'POST', \(destination) || '/hook/' || g,
-                '{"Content-Type": "application/json"}', '{"n": ' || g || '}', 30000, 'bulk-' || g, 5, 5,
-                '[{"attempt": 5, "class": "server", "status": 500, "message": "HTTP 500"}]', 'server', 500,
-                now() - interval '2 hours', now() - interval '1 hour' + g * interval '1 millisecond'
-            from generate_series(1, \(count)::int) g
-            """)
+        try TestRows(db).deadLetters(count) { d in
+            d.destination = destination
+            d.url = destination + "/hook"
+            d.numbered = true
+            d.idempotencyKey = "bulk"
+            d.headers = #"{"Content-Type": "application/json"}"#
+            d.body = #"{"n": 1}"#
+            d.errors = #"[{"attempt": 5, "class": "server", "status": 500, "message": "HTTP 500"}]"#
+            d.lastClass = "server"
+            d.lastStatus = 500
+            d.createdAgo = .seconds(7200)
+            d.failedAgo = .seconds(3600)
+        }
     }
 
     @Test func aHundredThousandReplayedThroughJobctl() throws {

@@ -65,11 +65,12 @@ struct DashboardBrowserTests {
     /// Jobs and dead letters for the script, and an hour of attempt figures for the chart.
     static func prepare(_ db: PostgresConnection) throws -> (job: Int64, hostileLetter: Int64, replayCount: Int, replayDestination: String) {
         func enqueue(_ url: String, queue: String = "default", body: String? = nil) throws -> Int64 {
-            try db.query("""
-                select courier.enqueue(url => \(url), queue => \(queue), body => \(body),
-                                       headers => '{"Authorization": "Bearer not-shown", "Content-Type": "application/json"}'::jsonb,
-                                       run_at => now() + interval '1 hour')
-                """).rows[0].decode(0, as: Int64.self)
+            try TestRows(db).job(url: url) { request in
+                request.queue = queue
+                request.body = body
+                request.headers = [("Authorization", .literal("Bearer not-shown")), ("Content-Type", .literal("application/json"))]
+                request.runAt = Date().addingTimeInterval(3600)
+            }
         }
         var toDeadLetter: [Int64] = []
         for index in 0..<4 { toDeadLetter.append(try enqueue("http://replay.example/hook/\(index)", queue: "webhooks")) }

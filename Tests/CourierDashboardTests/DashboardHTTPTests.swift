@@ -45,10 +45,12 @@ final class DashboardHarness: @unchecked Sendable {
     }
 
     /// Enqueues a waiting job (due in an hour, so no worker would take it) and returns its id.
-    func enqueue(url: String = "http://example.com/hook", body: String? = nil, headers: String = "{}") throws -> Int64 {
-        try db.query("""
-            select courier.enqueue(url => \(url), body => \(body), headers => \(headers)::jsonb, run_at => now() + interval '1 hour')
-            """).rows[0].decode(0, as: Int64.self)
+    func enqueue(url: String = "http://example.com/hook", body: String? = nil, headers: [String: String] = [:]) throws -> Int64 {
+        try TestRows(db).job(url: url) { request in
+            request.body = body
+            request.headers = headers.map { (name: $0.key, value: .literal($0.value)) }
+            request.runAt = Date().addingTimeInterval(3600)
+        }
     }
 
     func waiting(_ id: Int64) throws -> Bool {
@@ -209,7 +211,7 @@ struct DashboardHTTPTests {
         defer { h.close() }
         let hostile = "<img src=x onerror=alert(1)>"
         let id = try h.enqueue(url: "http://example.com/a?q=<script>alert(1)</script>", body: hostile,
-                               headers: #"{"Authorization": "Bearer s3cr3t-value", "X-Note": "<script>x</script>"}"#)
+                               headers: ["Authorization": "Bearer s3cr3t-value", "X-Note": "<script>x</script>"])
         let job = try h.client.get("/jobs/\(id)")
         #expect(job.status == 200)
         #expect(!job.body.contains("<script>alert") && job.body.contains("&lt;script&gt;alert(1)&lt;/script&gt;"))
@@ -289,11 +291,7 @@ struct DashboardHTTPTests {
     @Test func deadLettersAndJobsPageByKeyset() throws {
         let h = try DashboardHarness()
         defer { h.close() }
-        try h.db.query("""
-            insert into courier.jobs (queue, destination, method, url, idempotency_key, run_at)
-            select 'default', 'http://k.example:80', 'POST', 'http://k.example/' || g, 'key-' || g, now() + interval '1 hour'
-            from generate_series(1, 130) g
-            """)
+        try TestRows(h.db).bulkJobs(130, url: "http://k.example", numbered: true) { $0.runAt = Date().addingTimeInterval(3600) }
         let ids = try h.db.query("select id from courier.jobs order by id").rows.map { try $0.decode(0, as: Int64.self) }
         _ = try JobsTable.cancel(ids: Array(ids.prefix(70)), on: h.db)
         var seen: [Int64] = []

@@ -1,5 +1,6 @@
 import CourierCore
 import CourierTestSupport
+import Foundation
 import Testing
 @testable import CourierHTTP
 
@@ -16,16 +17,21 @@ struct DriverWakeUpTests {
     /// A transport that never wakes by itself, shut down by a watchdog if `body` takes a minute.
     private func withSleepyTransport(_ body: (CurlTransport) async throws -> Void) async throws {
         let transport = try makeTransport(idleWaitMilliseconds: Self.tenMinutes)
-        let watchdog = Task {
-            try await Task.sleep(for: .seconds(60))   // a watchdog, not a wait: cancelled when the body returns
-            Issue.record("the watchdog shut the transport down: a wake-up was lost")
+        // The watchdog waits for the body to end (a semaphore, on a thread of its own), and
+        // shuts the transport down only when a minute passes first.
+        let bodyEnded = DispatchSemaphore(value: 0)
+        let fired = Locked(false)
+        Thread.detachNewThread {
+            guard bodyEnded.wait(timeout: .now() + 60) == .timedOut else { return }
+            fired.withLock { $0 = true }
             transport.shutdown()
         }
         defer {
-            watchdog.cancel()
+            bodyEnded.signal()
             transport.shutdown()
         }
         try await body(transport)
+        #expect(!fired.withLock { $0 }, "the watchdog shut the transport down: a wake-up was lost")
     }
 
     @Test func eachOfManySequentialRequestsWakesTheDriver() async throws {
@@ -71,7 +77,7 @@ struct DriverWakeUpTests {
             // Not coordination: libcurl's connect-phase timers (Happy Eyeballs fires after
             // 200 ms) would wake the driver by themselves and hide a lost wake-up. After
             // this second the driver sleeps until something wakes it.
-            try await Task.sleep(for: .seconds(1))   // a measured window (see above)
+            try await Task.sleep(for: .seconds(1))   // a measured window: the connect-phase timers run out (see above)
             for task in tasks { task.cancel() }
             var outcomes: [TransportOutcome] = []
             for task in tasks { outcomes.append(await task.value) }

@@ -72,15 +72,19 @@ private final class OpenSSLTestServer {
         process.standardError = output
         process.standardInput = Pipe()
         try process.run()
-        // Guards against a hang if openssl never prints its port: killing it ends the read below.
-        let watchdog = DispatchWorkItem { [process] in
-            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        }
-        DispatchQueue.global().asyncAfter(deadline: .now() + 20, execute: watchdog)
-        defer { watchdog.cancel() }
+        // Reads until openssl prints its port; each read waits for output (poll) until a
+        // deadline 20 s out, which only keeps a broken openssl from hanging the test.
+        let fd = output.fileHandleForReading.fileDescriptor
+        let deadline = ContinuousClock.now + .seconds(20)
         var text = ""
         var port: Int?
         while port == nil {
+            let left = deadline - ContinuousClock.now
+            guard left > .zero else { break }
+            var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&entry, 1, Int32(left / .milliseconds(1)))
+            if ready < 0 && errno == EINTR { continue }
+            guard ready == 1 else { break }
             let data = output.fileHandleForReading.availableData
             if data.isEmpty { break }
             text += String(decoding: data, as: UTF8.self)

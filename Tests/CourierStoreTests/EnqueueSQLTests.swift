@@ -89,33 +89,32 @@ import Testing
         }
     }
 
+    /// The race's hard case, made to happen every round: the second caller's enqueue arrives
+    /// while the first one's is not committed yet, waits for it (a lock wait, seen in
+    /// pg_stat_activity), and then must get the first caller's job rather than a second one.
     @Test func twoConnectionsRacingForOneUniqueKeyGetOneJob() async throws {
         let database = try CourierTestDatabase.create()
         defer { try? database.drop() }
-        let url = database.url
-        for round in 0..<20 {
-            let ids = try await withThrowingTaskGroup(of: Int64.self) { group in
-                for _ in 0..<2 {
-                    group.addTask {
-                        try await Task.detached {
-                            let c = try PostgresConnection.connect(PostgresConfiguration(connectionString: url))
-                            defer { c.close() }
-                            return try c.withTransaction { tx in
-                                let id = try tx.query("select courier.enqueue(url => 'https://example.com/r', unique_key => \("race-\(round)"))")
-                                    .rows[0].decode(0, as: Int64.self)
-                                try tx.query("select pg_sleep(0.01)")
-                                return id
-                            }
-                        }.value
-                    }
-                }
-                return try await group.reduce(into: [Int64]()) { $0.append($1) }
-            }
-            #expect(ids[0] == ids[1], "round \(round): both callers must get the same job")
+        let connect = { try PostgresConnection.connect(PostgresConfiguration(connectionString: database.url)) }
+        let (first, second, watcher) = (try connect(), try connect(), try connect())
+        defer { [first, second, watcher].forEach { $0.close() } }
+        @Sendable func enqueue(_ c: PostgresConnection, _ key: String) throws -> Int64 {
+            try c.query("select courier.enqueue(url => 'https://example.com/r', unique_key => \(key))").rows[0].decode(0, as: Int64.self)
         }
-        let c = try PostgresConnection.connect(PostgresConfiguration(connectionString: url))
-        defer { c.close() }
-        #expect(try count(c) == 20)
+        for round in 0..<20 {
+            let key = "race-\(round)"
+            try first.simpleQuery("begin")
+            let firstID = try enqueue(first, key)
+            let secondID = Task.detached { try enqueue(second, key) }
+            let waits = try await eventually {
+                try watcher.query("select wait_event_type = 'Lock' from pg_stat_activity where pid = \(second.backendPID)")
+                    .rows.first?.decode(0, as: Bool?.self) == true
+            }
+            #expect(waits, "round \(round): the second enqueue waits for the first one's transaction")
+            try first.simpleQuery("commit")
+            #expect(try await secondID.value == firstID, "round \(round): both callers must get the same job")
+        }
+        #expect(try count(watcher) == 20)
     }
 
     @Test(arguments: [

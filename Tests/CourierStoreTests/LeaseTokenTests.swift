@@ -14,9 +14,7 @@ import Testing
     let lease = 30_000
 
     func enqueueOne(_ db: PostgresConnection, deadline: Date? = nil) throws -> Int64 {
-        var request = EnqueueRequest(url: "https://token.example.com/x")
-        request.deadline = deadline
-        return try JobsTable.enqueue(request, on: db)
+        try TestRows(db).job(url: "https://token.example.com/x") { $0.deadline = deadline }
     }
 
     func claimOne(_ db: PostgresConnection) throws -> ClaimedJob {

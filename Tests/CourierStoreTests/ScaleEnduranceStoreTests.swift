@@ -18,14 +18,8 @@ import Testing
 
     /// `count` dead letters, failed `ageSeconds` ago, replayed already when `replayed`.
     func deadLetters(_ count: Int, ageSeconds: Int, replayed: Bool, on db: PostgresConnection) throws {
-        try db.execute("""
-            insert into courier.dead_letters (job_id, reason, kind, queue, priority, destination, method, url, headers,
-                                              timeout_ms, max_attempts, attempt, created_at, failed_at, replayed_at)
-            select g, 'exhausted', 'http', 'default', 0, 'https://e.com:443', 'POST', 'https://e.com/', '{}'::jsonb,
-                   30000, 5, 5, now() - interval '1 day', now() - \(ageSeconds) * interval '1 second' + g * interval '1 microsecond',
-                   case when \(replayed) then now() - interval '1 hour' end
-            from generate_series(1, \(count)) g
-            """)
+        try TestRows(db).deadLetters(count, createdAgo: .seconds(86_400), failedAgo: .seconds(ageSeconds),
+                                     replayedAgo: replayed ? .seconds(3600) : nil)
     }
 
     @Test func twoWorkersPrune200kArchivedRowsConcurrentlyWithoutSharingRowsAndReachTheTarget() async throws {

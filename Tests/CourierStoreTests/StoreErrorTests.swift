@@ -16,7 +16,7 @@ import Testing
     }
 
     @Test func eachKindOfFailureGetsItsCode() throws {
-        try CourierTestDatabase.with { _, db in
+        try CourierTestDatabase.with { database, db in
             #expect(failure(db, "select * from courier.no_such_table")?.code == .schemaMissing)
             #expect(failure(db, "select courier.no_such_function()")?.code == .schemaMissing)
             #expect(failure(db, "select 1/0")?.code == .badInput(field: nil))
@@ -25,8 +25,14 @@ import Testing
             try db.execute("create table t (k int primary key)")
             try db.execute("insert into t values (1)")
             #expect(failure(db, "insert into t values (1)")?.code == .conflict)
+            // A statement that waits, for a lock another session holds, past its timeout. Were
+            // there no timeout, the server would end the idle holder after 30 s (a backstop
+            // against a hang) and the statement would then succeed.
+            let holder = try database.connect()
+            defer { holder.close() }
+            try holder.simpleQuery("set idle_session_timeout = '30s'; select pg_advisory_lock(41)")
             _ = try db.query("select set_config('statement_timeout', '10', false)")
-            #expect(failure(db, "select pg_sleep(1)")?.code == .timedOut)
+            #expect(failure(db, "select pg_advisory_lock(41)")?.code == .timedOut)
             _ = try db.query("select set_config('statement_timeout', '0', false)")
             #expect(failure(db, "selec 1")?.code == .statementFailed)
         }

@@ -220,19 +220,31 @@ import Testing
     @Test func theTokenBucketAllowsBurstThenRate() throws {
         try CourierTestDatabase.with { (_, db) throws in
             try TestRows(db).bulkJobs(100, url: "http://rated.test/x")
-            _ = try DestinationsTable.merge(.init(destination: "http://rated.test", ratePerSecond: 10, burst: 3), on: db)
+            // One token a second: the test's own few milliseconds between claims add next to
+            // nothing, and time passes for the bucket by moving its tokens_at back.
+            let rate = 1.0
+            _ = try DestinationsTable.merge(.init(destination: "http://rated.test", ratePerSecond: rate, burst: 3), on: db)
             try keep(db)
             let worker = UUID()
-            let started = ContinuousClock.now
-            #expect(try JobsTable.claimGated(queue: "default", limit: 100, worker: worker, leaseMilliseconds: lease, on: db).count == 3)
-            var total = 3
-            while ContinuousClock.now - started < .seconds(2) {
-                total += try JobsTable.claimGated(queue: "default", limit: 100, worker: worker, leaseMilliseconds: lease, on: db).count
-                Thread.sleep(forTimeInterval: 0.02)   // a measured window: the rate is measured over 2 s
+            func claim() throws -> Int {
+                try JobsTable.claimGated(queue: "default", limit: 100, worker: worker, leaseMilliseconds: lease, on: db).count
             }
-            let elapsed = Double((ContinuousClock.now - started).components.seconds) + Double((ContinuousClock.now - started).components.attoseconds) / 1e18
-            // At most burst + rate x elapsed; and the bucket kept refilling.
-            #expect(Double(total) <= 3 + 10 * elapsed + 1, "claimed \(total) in \(elapsed) s")
+            let started = ContinuousClock.now
+            #expect(try claim() == 3, "a full bucket lets the burst through")
+            var total = 3
+            total += try claim()   // the bucket is empty: a token wait
+            var perRefill: [Int] = []
+            for _ in 0..<10 {
+                try TestRows(db).refillTokens(for: .seconds(1))
+                perRefill.append(try claim())
+            }
+            total += perRefill.reduce(0, +)
+            let spent = ContinuousClock.now - started
+            let elapsed = 10 + Double(spent.components.seconds) + Double(spent.components.attoseconds) / 1e18
+            // At most burst + rate x elapsed (the 10 s refilled and the test's own time); and
+            // every refill let a request through.
+            #expect(Double(total) <= 3 + rate * elapsed + 1, "claimed \(total) in \(elapsed) s")
+            #expect(perRefill.allSatisfy { $0 >= 1 }, "each second refilled a token: \(perRefill)")
             #expect(total >= 3 + 10, "claimed \(total) in \(elapsed) s")
             #expect(try count(db, "select token_waits from courier.destinations") >= 1)
         }

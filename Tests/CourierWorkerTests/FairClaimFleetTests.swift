@@ -31,14 +31,17 @@ import Testing
         for worker in workers { _ = await worker.waitForExit(timeout: .seconds(15)) }
     }
 
-    /// Enqueues `n` jobs for `server`, one every `every`, noting when each was sent (monotonic ns, by path).
-    func trickle(_ db: PostgresConnection, _ n: Int, to server: FaultServer, every: Duration) async throws -> [String: UInt64] {
+    /// Enqueues `n` jobs for `server` one at a time, each once the one before it reached the
+    /// server (a trickle paced by its own pickups, not by a clock), noting when each was sent
+    /// (monotonic ns, by path). Stops early when a job is not picked up within the timeout:
+    /// the caller's count of completed jobs then fails.
+    func trickle(_ db: PostgresConnection, _ n: Int, to server: FaultServer) async throws -> [String: UInt64] {
         var sent: [String: UInt64] = [:]
         for i in 0..<n {
             let path = "/b/\(i)"
             sent[path] = FaultServer.monotonicNanos()
             _ = try JobsTable.enqueue(EnqueueRequest(url: server.baseURL + path), on: db)
-            try await Task.sleep(for: every)   // a measured window: the trickle's pacing
+            guard await eventually(timeout: .seconds(60), { server.requestCount(path: path) >= 1 }) else { break }
         }
         return sent
     }
@@ -71,7 +74,7 @@ import Testing
         defer { workers.forEach { $0.cleanUp() } }
         // The backlog is being drained before the trickle starts.
         #expect(try await eventually(timeout: .seconds(60), every: .milliseconds(20)) { backlogged.requestCount() >= 100 })
-        let sent = try await trickle(db, 20, to: trickled, every: .milliseconds(100))
+        let sent = try await trickle(db, 20, to: trickled)
         let trickleDone = try await eventually(timeout: .seconds(120), every: .milliseconds(20)) { try completed(db, b) == 20 }
         let waitingWhenDone = try count(db, "select count(*)::bigint from courier.jobs where destination = \(a) and state = 'available'")
         await stop(workers)
@@ -101,7 +104,7 @@ import Testing
         defer { workers.forEach { $0.cleanUp() } }
         // Every worker holds its share of slow requests.
         #expect(try await eventually(timeout: .seconds(60), every: .milliseconds(20)) { slow.requestCount() >= 45 })
-        let sent = try await trickle(db, 10, to: healthy, every: .milliseconds(50))
+        let sent = try await trickle(db, 10, to: healthy)
         let healthyDone = try await eventually(timeout: .seconds(120), every: .milliseconds(20)) { try completed(db, b) == 10 }
         let slowDone = try completed(db, a)
         let slowRunning = try count(db, "select count(*)::bigint from courier.jobs where destination = \(a) and state = 'running'")

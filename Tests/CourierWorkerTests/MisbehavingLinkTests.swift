@@ -99,35 +99,47 @@ import Testing
         let workers = try proxies.map { try RunningWorker(url: try $0.url(for: database.url), lease: .seconds(3)) }
         workers.forEach { $0.start() }
         do {
-            // The link misbehaves for a while: a seeded schedule of stalled replies and cut connections.
+            // The link misbehaves for a while: a seeded schedule of stalled replies and cut
+            // connections, paced by what the worker behind the link does rather than by a clock.
             var rng = SplitMix64(seed: 40)
-            let chaosEnds = ContinuousClock.now + .seconds(10)
-            while ContinuousClock.now < chaosEnds {
-                let proxy = proxies[Int.random(in: 0..<proxies.count, using: &rng)]
-                // The chaos schedule's pacing is a measured window by design: how long replies
-                // are held, and the calm between faults.
-                let hold: Duration?
-                var mayCut = false
+            var faults = (cuts: 0, stalls: 0, fenceStalls: 0, backstops: 0)
+            for _ in 0..<10 {
+                let index = Int.random(in: 0..<proxies.count, using: &rng)
+                let proxy = proxies[index]
+                let worker = workers[index].worker
                 switch Int.random(in: 0..<4, using: &rng) {
                 case 0:
                     proxy.cutConnections()
-                    hold = nil
+                    faults.cuts += 1
                 case 1, 2:
-                    hold = .milliseconds(Int.random(in: 100...900, using: &rng))
-                    mayCut = true
-                default:
-                    // Longer than the fence trusts a lease (2.4 s of 3): the worker aborts what it runs.
-                    hold = .milliseconds(2_800)
-                }
-                if let hold {
+                    // Replies held until the worker sent one or two more statements (their
+                    // answers wait), and then maybe lost with the connection.
+                    let statements = Int.random(in: 1...2, using: &rng)
+                    let cut = Bool.random(using: &rng)
+                    let sent = proxy.clientSendsForwarded
                     proxy.holdReplies()
-                    try await Task.sleep(for: hold)   // a measured window: replies held
-                    if mayCut, Bool.random(using: &rng) { proxy.cutConnections() }
+                    if !(await eventually { proxy.clientSendsForwarded >= sent + statements }) { faults.backstops += 1 }
+                    if cut { proxy.cutConnections() }
                     proxy.releaseReplies()
+                    faults.stalls += 1
+                default:
+                    // Held until the fence stops trusting the worker's leases (2.4 s of 3 after
+                    // they were last proven) and the worker aborted every job it holds.
+                    proxy.holdReplies()
+                    let fenced = await eventually {
+                        !worker.leasesProven && worker.stateSnapshot.jobs.values.allSatisfy(\.abortedByFence)
+                    }
+                    if !fenced { faults.backstops += 1 }
+                    proxy.releaseReplies()
+                    faults.fenceStalls += 1
                 }
-                let calm = Duration.milliseconds(Int.random(in: 100...400, using: &rng))
-                try await Task.sleep(for: calm)   // a measured window: calm between faults
+                // The calm between faults: the worker proves its leases again and claims for a round or two.
+                if !(await eventually { worker.leasesProven }) { faults.backstops += 1 }
+                if !(await waitForRounds(worker, [ServiceName.claimer], Int.random(in: 1...2, using: &rng))) { faults.backstops += 1 }
             }
+            let fenceAborts = workers.map { $0.metrics.snapshot().fenceAborts }.reduce(0, +)
+            print("MisbehavingLinkTests: \(faults.cuts) cuts, \(faults.stalls) stalls, \(faults.fenceStalls) stalls past the fence "
+                  + "(\(fenceAborts) jobs aborted by the fence); \(faults.backstops) pacing waits ran to their timeout")
             let finished = try await eventually(timeout: .seconds(120)) {
                 try db.query("select count(*)::int from courier.jobs where id = any(\(ids))").rows[0].decode(0, as: Int.self) == 0
             }

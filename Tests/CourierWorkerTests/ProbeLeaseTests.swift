@@ -40,14 +40,14 @@ import Testing
         #expect(Prober.Configuration(configuration(lease: .seconds(30)), leases: LeaseSettings(configuration(lease: .seconds(30))), worker: UUID()).probeLeaseMilliseconds == 30_000)
     }
 
-    /// Opens `destination`'s breaker with a 1 ms cooldown and one waiting job, so a probe is due at once.
+    /// Opens `destination`'s breaker with one waiting job, its cooldown already over, so a probe is due at once.
     func openBreaker(_ destination: String, on db: PostgresConnection, policy: BreakerPolicy) throws {
         _ = try JobsTable.enqueue(EnqueueRequest(url: destination + "/probe"), on: db)
         var report = policy.reportPolicy
         report.cooldownMilliseconds = 1
         _ = try BreakersTable.report(destination: destination, successes: 0, failures: policy.failureThreshold,
                                      trailingFailures: policy.failureThreshold, worker: "test", policy: report, on: db)
-        try db.simpleQuery("select pg_sleep(0.01)")
+        try TestRows(db).elapseCooldown(destination)
     }
 
     /// Seconds left on the breaker's probe lease and on the probe job's lease.

@@ -45,9 +45,21 @@ import Testing
                                                           "--poll-interval", "100ms", "--lease", "1s"])
             defer { worker.cleanUp() }
             #expect(try await eventually { worker.output.contains("lacks migrations") }, "\(worker.output)")
-            // A measured window: long enough for every loop of the spawned worker (heartbeats every
-            // 333 ms, rescue every second) to have tried several times; its rounds are not visible here.
-            try await Task.sleep(for: .seconds(4))
+            // Two more rounds, and still quiet. Until the schema is there only the claimer runs
+            // statements (the other loops wait for the schema without one): a schema check each
+            // round, seen here as a new query_start of that statement in pg_stat_activity.
+            let watcher = try database.connect()
+            defer { watcher.close() }
+            let check = "%to_regclass('courier.schema_migrations')%"
+            var checks: Set<String> = []
+            let checkedAgain = try await eventually {
+                for row in try watcher.query("""
+                    select query_start::text from pg_stat_activity
+                    where datname = current_database() and pid <> pg_backend_pid() and query like \(check)
+                    """).rows { checks.insert(try row.decode(0, as: String.self)) }
+                return checks.count >= 3
+            }
+            #expect(checkedAgain, "the claimer checked the schema twice more: \(checks)")
             let before = worker.output
             #expect(before.components(separatedBy: "lacks migrations").count - 1 == 1, "said once: \(before)")
             #expect(!before.contains("does not exist") && !before.contains("statement failed"), "quiet while waiting: \(before)")

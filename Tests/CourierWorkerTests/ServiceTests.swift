@@ -200,7 +200,7 @@ extension ServiceTests {
 }
 
 extension ServiceTests {
-    /// Opens the breaker of `destination` with a 1 ms cooldown and one waiting job, so a probe is due at once.
+    /// Opens the breaker of `destination` with one waiting job, its cooldown already over, so a probe is due at once.
     func openBreaker(_ destination: String, on db: PostgresConnection, policy: BreakerPolicy) throws {
         _ = try JobsTable.enqueue(EnqueueRequest(url: destination + "/probe"), on: db)
         var report = policy.reportPolicy
@@ -208,7 +208,7 @@ extension ServiceTests {
         let state = try BreakersTable.report(destination: destination, successes: 0, failures: policy.failureThreshold,
                                              trailingFailures: policy.failureThreshold, worker: "test", policy: report, on: db)
         #expect(state == "open")
-        try db.simpleQuery("select pg_sleep(0.01)")
+        try TestRows(db).elapseCooldown(destination)
     }
 
     @Test func theHeartbeaterRenewsTheProbeLeaseOfARunningProbe() throws {

@@ -90,10 +90,10 @@ struct ReceiverError: Error, CustomStringConvertible {
             h.secretEnvironment["COURIER_SECRET_\(name)_DESTINATIONS"] = base
         }
         func enqueue(_ path: String, _ configure: (inout EnqueueRequest) -> Void) throws -> Int64 {
-            var request = EnqueueRequest(url: base + path)
-            request.body = #"{"event": "test"}"#
-            configure(&request)
-            return try JobsTable.enqueue(request, on: h.db)
+            try TestRows(h.db).job(url: base + path) { request in
+                request.body = #"{"event": "test"}"#
+                configure(&request)
+            }
         }
         // A destination whose jobs are signed by default.
         try h.db.query("select * from courier.destination_set(destination => 'partner-b', signing_secret => 'HOOKS_B')")

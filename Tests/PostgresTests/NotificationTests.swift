@@ -57,9 +57,11 @@ import Testing
             defer { sender.close() }
             try listener.listen("c")
             try sender.notify("c", payload: "1")
-            // pg_sleep gives the notification time to arrive while the listener is busy;
-            // libpq buffers it, and the next wait returns it without blocking.
-            _ = try listener.query("select pg_sleep(0.05)")
+            // The sender's commit signalled the listener's backend before notify returned, and a
+            // backend sends a pending notification before the ReadyForQuery of its next query at
+            // the latest: libpq reads it while busy with this query and buffers it, and the next
+            // wait returns it.
+            _ = try listener.query("select 1")
             let received = try listener.waitForNotifications(timeout: .seconds(10))
             #expect(received.map(\.payload) == ["1"])
         }

@@ -9,7 +9,6 @@ step prints "ok: ..." and any failure exits non-zero; screenshots go to ARTIFACT
 import json
 import os
 import sys
-import time
 
 import psycopg
 from selenium import webdriver
@@ -118,7 +117,9 @@ try:
     print("ok: hostile body shown as text")
 
     driver.get(base + "/")
-    time.sleep(0.5)
+    # The README's screenshot: once the page and its fonts are done, not after a pause.
+    wait(lambda: driver.execute_script("return document.readyState === 'complete' && document.fonts.status === 'loaded';"),
+         "the overview rendered")
     shot("dashboard-overview")
 finally:
     driver.quit()
