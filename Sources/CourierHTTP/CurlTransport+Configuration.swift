@@ -16,7 +16,8 @@ extension CurlTransport {
         /// phrase that follows "IP is" to refuse (`"in loopback 127.0.0.0/8"`); the
         /// outcome then reads `destination address IP is PHRASE; pass
         /// --allow-private-networks to allow`. The default is CourierCore's
-        /// `AddressPolicy.refusalCategory(ip:)`, the same policy the worker uses.
+        /// `AddressPolicy.refusalCategory(ip:ownAddresses:)` with this host's own addresses
+        /// (``HostAddresses/defaultGuard``), the same policy the worker uses.
         public var addressGuard: @Sendable (String) -> String?
         /// At most this many connections to one host (`0` = no limit). Default 128.
         public var maxHostConnections: Int
@@ -53,7 +54,7 @@ extension CurlTransport {
         ) {
             self.maxResponseBodyBytes = maxResponseBodyBytes
             self.allowPrivateNetworks = allowPrivateNetworks
-            self.addressGuard = addressGuard ?? { AddressPolicy.refusalCategory(ip: $0) }
+            self.addressGuard = addressGuard ?? HostAddresses.defaultGuard
             self.maxHostConnections = maxHostConnections
             self.maxTotalConnections = maxTotalConnections
             self.maxCachedConnections = maxCachedConnections

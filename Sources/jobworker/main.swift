@@ -31,7 +31,7 @@ let transport: CurlTransport
 do {
     var httpConfiguration = CurlTransport.Configuration()
     httpConfiguration.allowPrivateNetworks = configuration.allowPrivateNetworks
-    httpConfiguration.addressGuard = { AddressPolicy.refusalCategory(ip: $0) }
+    httpConfiguration.addressGuard = HostAddresses.defaultGuard
     httpConfiguration.maxResponseBodyBytes = configuration.maxResponseBytes
     transport = try CurlTransport(configuration: httpConfiguration)
 } catch {

@@ -54,6 +54,16 @@ import Testing
         ("12345::1", "not an IP address"),
         ("1:2:3:4:5:6:7:8:9", "not an IP address"),
         ("::ffff:1.2.3", "not an IP address"),
+        // Issue 43 item 8: documentation ranges, Teredo and discard-only.
+        ("192.0.2.1", "TEST-NET-1"),
+        ("198.51.100.7", "TEST-NET-2"),
+        ("203.0.113.255", "TEST-NET-3"),
+        ("::ffff:203.0.113.9", "TEST-NET-3"),
+        ("2001:db8::1", "2001:db8::/32"),
+        ("2001:db8:ffff:ffff::1", "2001:db8::/32"),
+        ("2001:0:4136:e378:8000:63bf:3fff:fdd2", "Teredo"),
+        ("100::1", "discard-only"),
+        ("100::ffff:ffff:ffff:ffff", "discard-only"),
     ])
     func refuses(ip: String, fragment: String) throws {
         let reason = try #require(AddressPolicy.forbiddenReason(ip: ip))
@@ -66,10 +76,32 @@ import Testing
         "169.253.255.255", "192.167.1.1", "223.255.255.255", "11.0.0.1", "198.20.0.1",
         "2606:4700:4700::1111", "2001:4860:4860::8888", "::ffff:8.8.8.8", "64:ff9b::808:808", "2002:808:808::1",
         "fbff::1", "fe7f::1", "64:ff9b:2::1", "::ffff:0:808:808",
+        "192.0.3.1", "198.51.101.1", "203.0.114.1", "2001:db9::1", "2001:1::1", "100:0:0:1::1",
     ])
     func allows(ip: String) {
         #expect(AddressPolicy.forbiddenReason(ip: ip) == nil)
         #expect(AddressPolicy.isAllowed(ip: ip))
+    }
+}
+
+/// Issue 43 item 8: a service bound to 0.0.0.0 was reached through the host's own
+/// network address (and its `[::ffff:…]` spelling). The host's addresses are refused too.
+@Suite struct OwnAddressPolicyTests {
+    let own: Set<IPAddress> = [IPAddress("172.31.9.4")!, IPAddress("2a01:4f8::4")!, IPAddress("93.184.216.40")!]
+
+    @Test(arguments: ["93.184.216.40", "::ffff:93.184.216.40", "::ffff:0:93.184.216.40", "64:ff9b::93.184.216.40",
+                      "2002:5db8:d828::1", "2a01:4f8::4", "[2a01:4f8::4]"])
+    func theHostsOwnAddressesAreRefusedInEverySpelling(ip: String) throws {
+        let reason = try #require(AddressPolicy.refusalCategory(ip: ip, ownAddresses: own))
+        #expect(reason.contains("an address of this host"), "\(ip): \(reason)")
+        #expect(AddressPolicy.refusalCategory(ip: ip) == nil || ip.hasPrefix("172."), "without the host's addresses it was allowed")
+    }
+
+    @Test func otherAddressesAreJudgedAsBefore() {
+        #expect(AddressPolicy.refusalCategory(ip: "93.184.216.41", ownAddresses: own) == nil)
+        #expect(AddressPolicy.refusalCategory(ip: "127.0.0.1", ownAddresses: own)?.contains("loopback") == true)
+        #expect(AddressPolicy.refusalCategory(ip: "172.31.9.4", ownAddresses: own)?.contains("private") == true,
+                "a private own address keeps its own reason")
     }
 }
 

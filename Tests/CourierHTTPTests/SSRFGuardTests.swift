@@ -130,4 +130,22 @@ struct SSRFGuardTests {
         #expect(reason == "destination address ::ffff:127.0.0.1 is IPv4-mapped 127.0.0.1, which is in loopback 127.0.0.0/8; pass --allow-private-networks to allow")
         #expect(server.connectionCount == 0)
     }
+
+    /// Issue 43 item 8: the host's own interface addresses, read from the kernel, are
+    /// refused by the default guard (a service bound to 0.0.0.0 answers on each of them),
+    /// and the reading is cached, not repeated per connection.
+    @Test func theHostsOwnAddressesAreReadAndRefusedByTheDefaultGuard() throws {
+        let read = HostAddresses.read()
+        #expect(read.contains(IPAddress("127.0.0.1")!), "getifaddrs found the loopback interface: \(read)")
+        for address in read {
+            let reason = HostAddresses.defaultGuard(address.description)
+            #expect(reason != nil, "\(address) is this host's and must be refused")
+        }
+        let reader = HostAddresses()
+        let start = ContinuousClock.now
+        let first = reader.current(now: start)
+        #expect(reader.current(now: start + .seconds(1)) == first)
+        #expect(first == read)
+        #expect(CurlTransport.Configuration().addressGuard("127.0.0.1") != nil, "the transport's default guard is this one")
+    }
 }
