@@ -29,7 +29,12 @@ extension JobctlCommands {
         discussion: """
             DESTINATION is normalised as enqueue derives destinations: a URL \
             becomes scheme://host:port (https://API.example.com/hooks is \
-            https://api.example.com:443); any other label is kept as written.
+            https://api.example.com:443); any other label is kept as written. \
+            A sub-key is written after an explicit port \
+            (https://api.example.com:443/billing): set declares it, and only \
+            then may enqueuers file jobs under it; pausing or resuming an origin \
+            pauses or resumes every sub-key declared under it. A sub-key's \
+            limits are its own.
             """,
         subcommands: [
             CommandSpec(
