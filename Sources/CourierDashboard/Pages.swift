@@ -264,9 +264,16 @@ enum Pages {
             actions = actions + actionForm("/api/jobs/\(job.id)/retry", label: "Run now", csrf: csrf, returnTo: back, readOnly: readOnly, id: "run-now")
         }
         let state = job.heldSince == nil ? job.status.rawValue : "held by its breaker"
+        var waits: HTML = ""
+        if let refusal = job.refusal {
+            waits = """
+                <tr><th>Waits because</th><td id="job-refusal">no worker's configuration could run it: \(refusal.count) \
+                refusal\(refusal.count == 1 ? "" : "s") since \(time(refusal.since)); the last: \(refusal.reason)</td></tr>
+                """
+        }
         return """
             <h1>Job \(job.id)</h1><p class="actions">\(actions)</p><table class="facts">\
-            <tr><th>State</th><td id="job-state">\(state)\(job.deadReason.map { " (\($0))" } ?? "")</td></tr>\
+            <tr><th>State</th><td id="job-state">\(state)\(job.deadReason.map { " (\($0))" } ?? "")</td></tr>\(waits)\
             <tr><th>Request</th><td>\(job.method) \(job.url)</td></tr><tr><th>Queue</th><td>\(job.queue)</td></tr>\
             <tr><th>Destination</th><td>\(job.destination)</td></tr><tr><th>Attempts</th><td>\(job.attempt) of \(job.maxAttempts)</td></tr>\
             <tr><th>Runs at</th><td>\(time(job.runAt))</td></tr><tr><th>Idempotency key</th><td>\(job.idempotencyKey ?? "(none)")</td></tr>\

@@ -228,6 +228,24 @@ struct DashboardHTTPTests {
         #expect(bad.status == 400 && !bad.body.contains("<script>") && bad.body.contains("&lt;script&gt;"))
     }
 
+    /// Issue 43 item 2: a job that workers keep handing back says why it waits, on its
+    /// page and in its JSON, escaped like every other value.
+    @Test func aRefusedJobSaysWhyItWaits() throws {
+        let h = try DashboardHarness()
+        defer { h.close() }
+        let id = try h.enqueue(url: "http://example.com/a", body: nil, headers: [:])
+        try h.db.query("""
+            update courier.jobs set refusals = 3, refused_since = now() - interval '5 minutes', refused_attempt = 0,
+                                    refusal = 'no secret <b>NOPE</b>' where id = \(id)
+            """)
+        let page = try h.client.get("/jobs/\(id)")
+        #expect(page.status == 200)
+        #expect(page.body.contains("Waits because") && page.body.contains("3 refusals"), "\(page.body)")
+        #expect(page.body.contains("no secret &lt;b&gt;NOPE&lt;/b&gt;") && !page.body.contains("<b>NOPE"))
+        let api = try h.client.get("/api/jobs/\(id)")
+        #expect(api.body.contains("\"refusal\"") && api.body.contains("\"count\":3"), "\(api.body)")
+    }
+
     @Test func everyAnswerCarriesAStrictContentSecurityPolicy() throws {
         let h = try DashboardHarness(token: Self.token)
         defer { h.close() }
