@@ -73,7 +73,8 @@ import Testing
             _ = try? SpawnedProcess.run("jobctl", ["devdb", "stop", "--dir", dir, "--port", port])
             try? FileManager.default.removeItem(atPath: dir)
         }
-        let url = start.output.trimmingCharacters(in: .whitespacesAndNewlines)
+        // The URL is the first line (stdout); with --port a note about the TCP password follows (stderr).
+        let url = String(start.output.split(separator: "\n").first ?? "").trimmingCharacters(in: .whitespaces)
         #expect(try SpawnedProcess.run("jobctl", ["migrate", "--database-url", url]).status == 0)
         let server = try FaultServer(defaultBehavior: .slow(delay: .milliseconds(10), then: .json200))
         defer { server.stop() }
