@@ -124,7 +124,7 @@ import Testing
     /// Deny unless bound: a secret without a binding, or for another destination, is refused.
     @Test func aSecretGoesOnlyToTheDestinationsItIsBoundTo() {
         let environment = [
-            "COURIER_SECRET_PARTNER_TOKEN": "p", "COURIER_SECRET_PARTNER_TOKEN_DESTINATIONS": "https://partner.example.com, http://127.0.0.1:8080/hooks",
+            "COURIER_SECRET_PARTNER_TOKEN": "p", "COURIER_SECRET_PARTNER_TOKEN_DESTINATIONS": "https://partner.example.com, http://127.0.0.1:8080/",
             "COURIER_SECRET_LOOSE": "l",
             "COURIER_SECRET_EVERYWHERE": "e", "COURIER_SECRET_EVERYWHERE_DESTINATIONS": "*",
             "COURIER_SECRET_BROKEN": "b", "COURIER_SECRET_BROKEN_DESTINATIONS": "partner.example.com",
@@ -162,6 +162,35 @@ import Testing
                 == .failure(.missing(name: "partner-token.destinations")))
             let message = SecretResolver.Refusal.notBound(name: "partner-token", destination: "https://evil.example:443").description
             #expect(message.contains("COURIER_SECRET_PARTNER_TOKEN_DESTINATIONS") && message.contains("partner-token.destinations"))
+        }
+    }
+
+    /// Issue 43 item 7: a binding entry with a path was widened to its whole host, so a
+    /// secret bound to `/hooks` went to `/admin` too. An entry is an origin; one with a
+    /// path, query or fragment is refused when the binding is read, naming the entry and
+    /// the origin to write instead, so no path trick (`..`, `%2e%2e`, `%2f`) has anything
+    /// to get past.
+    @Test func aBindingEntryWithAPathIsRefusedNotWidenedToItsHost() {
+        let entries = [
+            "https://partner.example.com/hooks", "https://partner.example.com/hooks/", "https://partner.example.com/hooks/../admin",
+            "https://partner.example.com/%2e%2e/admin", "https://partner.example.com?x=1", "https://partner.example.com/hooks;v=1",
+            "https://partner.example.com:443//", "https://partner.example.com/a%2Fb",
+        ]
+        for entry in entries {
+            let resolver = SecretResolver(environment: ["COURIER_SECRET_HOOK": "hook-value", "COURIER_SECRET_HOOK_DESTINATIONS": "https://other.example, " + entry],
+                                          directory: nil)
+            for url in ["https://partner.example.com/admin", "https://partner.example.com/hooks", "https://other.example/"] {
+                guard case .failure(.badBinding(let name, let reason)) = resolver.resolve("HOOK", for: url) else {
+                    Issue.record("\(entry) must refuse the secret for \(url), not widen to the host")
+                    continue
+                }
+                #expect(name == "HOOK" && reason.contains(entry) && reason.contains("write https://partner.example.com:443"), "\(reason)")
+            }
+        }
+        // The origin alone, with or without a trailing slash, binds as before.
+        for entry in ["https://partner.example.com", "https://partner.example.com/", "https://PARTNER.example.com:443/"] {
+            let resolver = SecretResolver(environment: ["COURIER_SECRET_HOOK": "hook-value", "COURIER_SECRET_HOOK_DESTINATIONS": entry], directory: nil)
+            #expect(resolver.resolve("HOOK", for: "https://partner.example.com/admin") == .success("hook-value"), "\(entry)")
         }
     }
 }

@@ -154,4 +154,23 @@ import Testing
             }
         }
     }
+
+    /// Issue 43 item 7: the secret HOOK is bound to `/hooks` of the harness's server. An
+    /// enqueuer points a job naming it at `/admin` of the same host. The entry used to be
+    /// widened to the whole host, and the secret went to `/admin`; now the binding is
+    /// refused as written (a path in a binding is a configuration error), nothing is sent
+    /// anywhere, and the error says which origin to write.
+    @Test func aBindingWithAPathIsRefusedInsteadOfWidenedToItsHost() async throws {
+        try await WorkerHarness.with { h in
+            h.secretEnvironment["COURIER_SECRET_HOOK"] = "hook-secret-0123456789"
+            h.secretEnvironment["COURIER_SECRET_HOOK_DESTINATIONS"] = h.server.baseURL + "/hooks"
+            try h.start()
+            let widened = try h.enqueue("/admin") { $0.headers = [("Authorization", .secret(name: "HOOK"))] }
+            #expect(try await h.eventually { try h.isHandedBack(widened) }, "\(String(describing: try? h.job(widened)))")
+            #expect(h.server.requestCount() == 0, "the secret was sent nowhere")
+            let logs = h.logLines.all.joined(separator: "\n")
+            #expect(logs.contains("has a path") && logs.contains("write \(h.server.baseURL)"), "\(logs)")
+            #expect(!logs.contains("hook-secret-0123456789"))
+        }
+    }
 }

@@ -23,7 +23,8 @@ import Foundation
 ///
 /// The binding: the destinations (`scheme://host[:port]`, default ports filled in) the
 /// secret may be sent to, separated by commas, spaces or new lines. `*` alone allows every
-/// destination, and must be written out.
+/// destination, and must be written out. An entry with a path, query or fragment is
+/// refused (see ``SecretBinding``).
 ///
 /// A secret without a binding is refused (deny unless bound): an allowlist that is off
 /// until configured would let any enqueuer of a production queue read every secret by
@@ -148,6 +149,16 @@ public struct SecretResolver: Sendable {
 
 /// Where one secret may be sent: a set of destinations, or every destination.
 /// Pure; parsed from the binding text of ``SecretResolver``.
+///
+/// An entry is an origin, `scheme://host[:port]` (a trailing `/` is allowed). An entry with
+/// a path (`https://api.example.com/hooks`), a query or a fragment is refused when the
+/// binding is read, rather than matched: a secret is sent to an origin, and the server
+/// there decides which of its handlers reads the request, by its own normalisation of the
+/// path (`..`, `%2e%2e`, `%2f`, `;`, `\`, case, a proxy's rewriting), which a prefix check
+/// on this side cannot know. Refused, the entry says so once; matched, it would promise a
+/// boundary the worker cannot keep. (Entries with paths used to be widened to the whole
+/// origin without a word.) To keep a secret from part of a host, give that part a host of
+/// its own.
 public struct SecretBinding: Sendable, Equatable {
     /// `scheme://host:port` keys, as ``Destination/derive(fromURL:field:)`` writes them.
     public var destinations: Set<String>
@@ -174,13 +185,28 @@ public struct SecretBinding: Sendable, Equatable {
                     binding.any = true
                     continue
                 }
+                let destination: String
                 do {
-                    binding.destinations.insert(try Destination.derive(fromURL: String(entry), field: "destination"))
+                    destination = try Destination.derive(fromURL: String(entry), field: "destination")
                 } catch {
                     return .failure(BindingError(reason: "\(Quoting.quote(String(entry))) is not a destination such as https://api.example.com"))
                 }
+                let rest = afterOrigin(entry)
+                guard rest.isEmpty || rest == "/" else {
+                    return .failure(BindingError(reason: "\(Quoting.quote(String(entry))) has a path, query or fragment (\(Quoting.quote(String(rest)))); "
+                        + "a secret is bound to whole origins: write \(destination)"))
+                }
+                binding.destinations.insert(destination)
             }
         }
         return .success(binding)
+    }
+
+    /// What follows the authority of an entry that is a valid URL: `""`, `/`, or a path, query or fragment.
+    private static func afterOrigin(_ entry: Substring) -> Substring {
+        guard let slashes = entry.range(of: "//") else { return "" }
+        let authority = entry[slashes.upperBound...]
+        guard let end = authority.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) else { return "" }
+        return authority[end...]
     }
 }
