@@ -173,4 +173,55 @@ import Testing
             #expect(!logs.contains("hook-secret-0123456789"))
         }
     }
+
+    /// Issue 43 item 12: receivers echo the credential back transformed, one upper-cased
+    /// (`BEARER SK_LIVE_…`), one as UTF-8 read as Latin-1 and encoded again in UTF-8. The
+    /// scrub matched exact bytes and let both through (45 bytes of the 60-byte secret reached
+    /// a dead letter). Now the excerpt stored is only the placeholder, and no part of the
+    /// secret, in any of its forms, is in the dead letter or the logs.
+    @Test func aTransformedEchoNeverReachesDeadLettersOrLogs() async throws {
+        let secret = "Bearer sk_live_Ünïcödé-9f8e7d6c5b4a3928-ñandú-Z0Y9X8W7"
+        #expect(secret.utf8.count == 60)
+        let latin1: @Sendable (String) -> String = { String(data: Data($0.utf8), encoding: .isoLatin1) ?? "" }
+        let echoes: [(path: String, transform: @Sendable (String) -> String)] = [
+            ("/upper", { $0.uppercased() }),
+            ("/latin1", latin1),
+            ("/latin1-upper", { latin1($0).uppercased() }),
+        ]
+        try await WorkerHarness.with { h in
+            h.secretEnvironment["COURIER_SECRET_ECHO"] = secret
+            h.secretEnvironment["COURIER_SECRET_ECHO_DESTINATIONS"] = h.server.baseURL
+            for (path, transform) in echoes {
+                h.server.setBehavior(.reply { request in
+                    .respond(status: 200, headers: [("Content-Type", "text/html")], body: transform(request.header("Authorization") ?? "-"))
+                }, forPath: path)
+            }
+            try h.start()
+            var ids: [Int64] = []
+            for (path, _) in echoes {
+                ids.append(try h.enqueue(path) {
+                    $0.headers = [("Authorization", .secret(name: "echo"))]
+                    $0.expectContentType = "application/json"
+                })
+            }
+            // What may not appear, in any case: the ASCII runs of the secret (6 bytes or
+            // more) and the escaped bytes of its non-ASCII letters, re-encoded or not.
+            let ascii = secret.split(whereSeparator: { !$0.isASCII || $0 == " " }).filter { $0.count >= 6 }.map { $0.lowercased() }
+            let fragments = ascii.flatMap { run in stride(from: 0, through: run.count - 6, by: 1).map { String(Array(run)[$0..<($0 + 6)]) } }
+                + [#"\xc3\x83"#, #"\xc3\x9c"#, #"\xc3\xbc"#, #"\xc3\xb1"#, "ünïc", "ÜNÏC", "Ã"]
+            for (id, (path, _)) in zip(ids, echoes) {
+                let dead = try await h.waitFor(id, .dead)
+                #expect(dead.deadReason == "invalid_response", "\(path)")
+                #expect(h.server.requests.first { $0.path == path }?.header("Authorization") == secret, "\(path): the secret was sent")
+                let message = try #require(dead.errors.last?.message)
+                #expect(message.hasSuffix(#"body starts "[REDACTED]""#), "\(path): \(message)")
+                let stored = try h.db.query("select errors::text from courier.dead_letters where job_id = \(id)").rows[0].decode(0, as: String.self)
+                for text in [message, stored] {
+                    for fragment in fragments { #expect(!text.lowercased().contains(fragment.lowercased()), "\(path): \(fragment) leaked into \(text)") }
+                }
+            }
+            let logs = h.logLines.all.joined(separator: "\n").lowercased()
+            for fragment in fragments { #expect(!logs.contains(fragment.lowercased()), "\(fragment) leaked into the logs") }
+        }
+    }
 }
