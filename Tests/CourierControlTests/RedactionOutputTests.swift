@@ -220,4 +220,27 @@ import Testing
             #expect(madeHeaders["Authorization"] as? String == Redaction.placeholder)
         }
     }
+
+    /// A schedule the database refuses (a cron expression the parser takes but the
+    /// table's 200-character limit does not): PostgreSQL's detail showed the whole row,
+    /// template and all. The error names the constraint and withholds the row.
+    @Test func scheduleConstraintErrorsNeverEchoTheTemplate() throws {
+        try CourierTestDatabase.with { database, _ in
+            let cron = Array(repeating: "0", count: 120).joined(separator: ",") + " * * * *"
+            let arguments = ["schedule", "add", "long", "--cron", cron, "--url", "https://hooks.example/s?api_key=tok-QUERY-2",
+                             "--header", "Authorization: Bearer tok-AUTH-2"]
+            for extra in [[], ["--json"]] {
+                let result = Self.jobctl(arguments + extra, url: database.url)
+                #expect(result.status == 2, "\(result.out) \(result.err)")
+                #expect(result.err.contains("schedules_cron_check"), "\(result.err)")
+                Self.expectNoSecret(result.out + result.err, "the constraint error")
+            }
+            let added = Self.jobctl(["schedule", "add", "short", "--every", "1h", "--url", "https://hooks.example/s?api_key=tok-QUERY-3",
+                                     "--header", "Authorization: Bearer tok-AUTH-3"], url: database.url)
+            #expect(added.status == 0, "\(added.err)")
+            let update = Self.jobctl(["schedule", "update", "short", "--cron", cron], url: database.url)
+            #expect(update.status == 2 && update.err.contains("schedules_cron_check"), "\(update.err)")
+            Self.expectNoSecret(update.out + update.err, "the constraint error of an update")
+        }
+    }
 }
