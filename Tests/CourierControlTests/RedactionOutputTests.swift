@@ -7,8 +7,8 @@ import Postgres
 import Testing
 
 /// Sensitive header values never leave jobctl: not in `show`, `list`, `cancel`,
-/// `dead list/show/replay`, `schedule add/update/show` and `schedules` (text and JSON),, and
-/// not in error messages.
+/// `dead list/show/replay`, `schedule add/update/show` and `schedules` (text and JSON), and
+/// not in error messages; nor does the database password, however the URL is mistyped.
 @Suite struct RedactionOutputTests {
     /// Header name to a value that must never be printed. Every value starts `tok-`.
     static let sensitive: [(String, String)] = [
@@ -241,6 +241,30 @@ import Testing
             let update = Self.jobctl(["schedule", "update", "short", "--cron", cron], url: database.url)
             #expect(update.status == 2 && update.err.contains("schedules_cron_check"), "\(update.err)")
             Self.expectNoSecret(update.out + update.err, "the constraint error of an update")
+        }
+    }
+
+    /// Issue 43 item 11: a mistyped `DATABASE_URL` (or `--database-url`) had its password
+    /// echoed by jobctl, in libpq's parse errors and in the "neither a URI nor conninfo"
+    /// message. Both forms, as flag and as variable.
+    @Test func malformedDatabaseURLsNeverEchoThePassword() {
+        let urls = [
+            "postgresql://courier:tok-DBPASS-2@[::1/none",
+            "postgresql://courier:tok%zzDBPASS-3@127.0.0.1/none",
+            "postgresql://courier@127.0.0.1/none?password=tok-DBPASS-4%zz",
+            "postgresql://courier:tok-DBPASS-5@127.0.0.1/none?x&y",
+            "host=127.0.0.1 password tok-DBPASS-6",
+            "host=127.0.0.1 password='tok-DBPASS-7",
+            "postgresq://courier:tok-DBPASS-8@127.0.0.1/none",
+        ]
+        for url in urls {
+            let viaVariable = Self.jobctl(["list"], url: url)
+            let viaFlag = CourierControlTests.jobctl(["list", "--database-url", url], databaseURL: nil, stdin: Data(), environment: [:])
+            for result in [viaVariable, viaFlag] {
+                #expect(result.status == 1 || result.status == 2, "\(url): \(result.err)")
+                #expect(result.err.contains("connection string") || result.err.contains("--database-url"), "\(url): \(result.err)")
+                Self.expectNoSecret(result.out + result.err, "the error for \(url)")
+            }
         }
     }
 }
