@@ -180,7 +180,7 @@ extension Jobctl {
             "missed:     \(schedule.missed.rawValue)",
             "state:      \(view.state)" + (schedule.lastError.map { ": \($0)" } ?? ""),
             "job:        \(view.jobSummary)",
-            "template:   \(schedule.template)",
+            "template:   \(ScheduleTemplate.displayJSON(schedule.template))",
             "next runs:  " + (view.nextRuns.isEmpty ? "-" : view.nextRuns.map(Timestamp.format).joined(separator: "\n            ")),
         ]
         if runCount > 0 {
@@ -220,7 +220,8 @@ extension Jobctl {
     }
 }
 
-/// A schedule as `jobctl schedules --json` and `schedule show --json` print it.
+/// A schedule as `jobctl schedules --json` and `schedule show --json` print it: the
+/// template and the job's URL redacted as jobs are (``ScheduleTemplate/displayJSON(_:)``).
 struct ScheduleView: Encodable {
     var name: String
     var cron: String?
@@ -249,12 +250,12 @@ struct ScheduleView: Encodable {
         missed = s.missed.rawValue
         paused = s.paused
         lastError = s.lastError
-        template = JSONValue(text: s.template)
+        template = JSONValue(text: ScheduleTemplate.displayJSON(s.template))
         rule = s.cron ?? s.everySeconds.map { "every " + DurationParser.format(.seconds($0)) } ?? "-"
         state = s.lastError != nil ? "failing" : s.paused ? "paused" : "active"
         let parsedTemplate = try? ScheduleTemplate(json: s.template)
         switch parsedTemplate?.job {
-        case .http(let r)?: jobSummary = "\(r.method) \(r.url) (queue \(r.queue))"
+        case .http(let r)?: jobSummary = "\(r.method) \(Redaction.redactURL(r.url)) (queue \(r.queue))"
         case .handler(let h)?: jobSummary = "kind \(h.kind) (queue \(h.queue))"
         case nil: jobSummary = "-"
         }

@@ -54,46 +54,18 @@ public enum Redaction {
         return String(url[...question]) + parts.joined(separator: "&") + String(url[hash...])
     }
 
-    /// `bytes` with every occurrence of each secret replaced by ``placeholder``, and of
-    /// each part of a secret ("Bearer xyz", "a=b; c=d") that is 8 bytes or longer and
-    /// could be echoed alone. Secrets shorter than 4 bytes are left alone (they would
-    /// match everywhere). Works on raw bytes, so it must run before any excerpt is cut
-    /// or escaped: a secret crossing the cut, or holding `"`, `\` or non-ASCII bytes,
-    /// would survive a scrub of the escaped text.
+    /// `bytes` with each secret removed, as it is or as a receiver may have transformed it
+    /// (case, escapes, re-encoding; see ``SecretScrubber``, which this builds for one use).
+    /// Works on raw bytes, so it must run before any excerpt is cut or escaped: a secret
+    /// crossing the cut, or holding `"`, `\` or non-ASCII bytes, would survive a scrub of
+    /// the escaped text.
     public static func scrub(_ bytes: [UInt8], secrets: [String]) -> [UInt8] {
-        var needles: [[UInt8]] = []
-        for secret in secrets {
-            let utf8 = Array(secret.utf8)
-            guard utf8.count >= 4 else { continue }
-            needles.append(utf8)
-            for part in utf8.split(whereSeparator: { $0 == 0x20 || $0 == 0x3B || $0 == 0x3D || $0 == 0x2C }) where part.count >= 8 {
-                needles.append(Array(part))
-            }
-        }
-        guard !needles.isEmpty, !bytes.isEmpty else { return bytes }
-        // Longest first, so a whole secret wins over its parts.
-        needles.sort { $0.count > $1.count }
-        let marker = Array(placeholder.utf8)
-        var out: [UInt8] = []
-        out.reserveCapacity(bytes.count)
-        var index = 0
-        scan: while index < bytes.count {
-            for needle in needles where needle.first == bytes[index] && bytes.count - index >= needle.count {
-                if bytes[index..<(index + needle.count)].elementsEqual(needle) {
-                    out += marker
-                    index += needle.count
-                    continue scan
-                }
-            }
-            out.append(bytes[index])
-            index += 1
-        }
-        return out
+        SecretScrubber(secrets: secrets).scrub(bytes)
     }
 
     /// The text with the same replacements as ``scrub(_:secrets:)``.
     public static func scrub(_ text: String, secrets: [String]) -> String {
-        String(decoding: scrub(Array(text.utf8), secrets: secrets), as: UTF8.self)
+        SecretScrubber(secrets: secrets).scrub(text)
     }
 
     private static func percentDecoded(_ text: Substring) -> String {

@@ -173,6 +173,30 @@ public struct ScheduleTemplate: Sendable, Equatable {
         return "{" + fields.sorted { $0.0 < $1.0 }.map { quoted($0.0) + ": " + $0.1 }.joined(separator: ", ") + "}"
     }
 
+    /// The stored template `json` made safe to show, by the rules `jobctl show` applies to a
+    /// job: the URL with the values of sensitive query parameters redacted
+    /// (``Redaction/redactURL(_:)``), and the literal value of every sensitive header
+    /// (``Redaction/isSensitiveHeader(_:)``) replaced by ``Redaction/placeholder``; secret
+    /// references and everything else as stored, keys sorted. It reads any stored text, not
+    /// only a template this parser accepts (a schedule added through SQL with a mistake is
+    /// shown too); text that is not a JSON object is not shown at all.
+    public static func displayJSON(_ json: String) -> String {
+        guard var object = (try? JSONSerialization.jsonObject(with: Data(json.utf8))) as? [String: Any] else {
+            return "\"\(Redaction.placeholder)\""
+        }
+        if let url = object["url"] as? String { object["url"] = Redaction.redactURL(url) }
+        if var headers = object["headers"] as? [String: Any] {
+            for (name, value) in headers where value is String && Redaction.isSensitiveHeader(name) {
+                headers[name] = Redaction.placeholder
+            }
+            object["headers"] = headers
+        }
+        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]) else {
+            return "\"\(Redaction.placeholder)\""
+        }
+        return String(decoding: data, as: UTF8.self)
+    }
+
     /// The queue the runs' jobs go to.
     public var queue: String {
         switch job {

@@ -23,6 +23,9 @@ extension FaultServer {
         /// Reads the request, writes `bytes` exactly as given (an HTTP/0.9 or garbage
         /// answer), then closes the connection.
         case raw(bytes: [UInt8])
+        /// Behaves as `answer` returns for the request: a receiver whose answer depends on
+        /// what was sent (one that echoes a header back, transformed).
+        case reply(@Sendable (RecordedRequest) -> Behavior)
     }
 
     /// The HTML body sent by ``Behavior/html200``.

@@ -59,7 +59,7 @@ extension FaultServer {
                 connectionID: connectionID
             )
             let (behavior, span) = record(request)
-            let kept = perform(behavior, fd: fd, head: head, span: span)
+            let kept = perform(behavior, fd: fd, head: head, span: span, request: request)
             withState { $0.spans[span].endNanos = Self.monotonicNanos() }
             guard kept, head.keepAlive else { return }
         }
@@ -84,7 +84,7 @@ extension FaultServer {
     }
 
     /// Answers per `behavior`. Returns `false` when the connection must close.
-    private func perform(_ behavior: Behavior, fd: Int32, head: RequestHead, span: Int) -> Bool {
+    private func perform(_ behavior: Behavior, fd: Int32, head: RequestHead, span: Int, request: RecordedRequest) -> Bool {
         let close = !head.keepAlive
         let withBody = head.method != "HEAD"
         switch behavior {
@@ -101,12 +101,14 @@ extension FaultServer {
         case .raw(let bytes):
             _ = writeAll(fd, bytes)
             return false
+        case .reply(let answer):
+            return perform(answer(request), fd: fd, head: head, span: span, request: request)
         case .slow(let delay, let then):
             guard sleep(delay) else { return false }
-            return perform(then, fd: fd, head: head, span: span)
+            return perform(then, fd: fd, head: head, span: span, request: request)
         case .holdUntilReleased(let then):
             guard waitForRelease() else { return false }
-            return perform(then, fd: fd, head: head, span: span)
+            return perform(then, fd: fd, head: head, span: span, request: request)
         case .holdUntilClientLeaves(let delay, let then):
             switch watch(fd, for: delay) {
             case .clientLeft:
@@ -115,7 +117,7 @@ extension FaultServer {
             case .stopped:
                 return false
             case .waited:
-                return perform(then, fd: fd, head: head, span: span)
+                return perform(then, fd: fd, head: head, span: span, request: request)
             }
         case .hugeBody(let bytes):
             let size = max(0, bytes)

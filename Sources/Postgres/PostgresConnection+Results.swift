@@ -81,7 +81,7 @@ extension PostgresConnection {
             kind: lost ? .connection : .query,
             sqlState: sqlState,
             message: PostgresError.redact(message ?? PostgresConnection.libpqMessage(handle) ?? "unknown error", secrets: secrets) ?? "",
-            detail: PostgresError.redact(field(DiagnosticField.detail), secrets: secrets),
+            detail: PostgresError.withholdingRow(PostgresError.redact(field(DiagnosticField.detail), secrets: secrets)),
             hint: PostgresError.redact(field(DiagnosticField.hint), secrets: secrets),
             constraintName: field(DiagnosticField.constraintName),
             columnName: field(DiagnosticField.columnName),

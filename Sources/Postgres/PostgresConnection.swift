@@ -95,7 +95,8 @@ public final class PostgresConnection: @unchecked Sendable {
             throw PostgresError(kind: .connection, message: "libpq could not allocate a connection", isConnectionLoss: true)
         }
         guard PQstatus(handle) == CONNECTION_OK else {
-            let message = libpqMessage(handle) ?? "connection failed"
+            let message = PostgresConnectionString.redactingPasswords(of: configuration.connectionString,
+                                                                      in: libpqMessage(handle) ?? "connection failed")
             PQfinish(handle)
             throw PostgresError(kind: .connection, message: message, isConnectionLoss: true)
         }

@@ -6,7 +6,8 @@ import Foundation
 /// server reported (`PQresultErrorField`). The ``description`` is safe to log: it never
 /// contains bound parameter values — any bound value (4+ characters) that the server
 /// echoes in its message, detail or hint is replaced by `<redacted>` when the error is
-/// created, so the stored fields are clean as well.
+/// created, so the stored fields are clean as well, and the values of a row that breaks
+/// a constraint (`Failing row contains (…)`) are not kept at all.
 public struct PostgresError: Error, Sendable, CustomStringConvertible {
     /// What kind of operation failed.
     public enum Kind: Sendable, Hashable {
@@ -97,6 +98,18 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible {
     static func sqlStateMeansConnectionLoss(_ sqlState: String?) -> Bool {
         guard let sqlState else { return false }
         return sqlState.hasPrefix("08") || ["57P01", "57P02", "57P03"].contains(sqlState)
+    }
+
+    /// The start of the detail PostgreSQL gives a constraint violation of a row.
+    static let failingRow = "Failing row contains"
+
+    /// `detail` without the values of a failing row: PostgreSQL shows every column of a
+    /// row that breaks a constraint (`Failing row contains (…)`), as the server renders
+    /// them (a `jsonb` re-spaced, so not equal to the bound text that ``redact(_:secrets:)``
+    /// removes), and a row may hold credentials: a job's headers, a URL's query.
+    static func withholdingRow(_ detail: String?) -> String? {
+        guard let detail, detail.hasPrefix(failingRow) else { return detail }
+        return failingRow + " (values not shown: they may hold credentials)."
     }
 
     /// Replaces every occurrence of a bound value (of 4+ characters) in `text`.

@@ -7,7 +7,8 @@ import Postgres
 import Testing
 
 /// Sensitive header values never leave jobctl: not in `show`, `list`, `cancel`,
-/// `dead list/show/replay` (text and JSON), and not in error messages.
+/// `dead list/show/replay`, `schedule add/update/show` and `schedules` (text and JSON), and
+/// not in error messages; nor does the database password, however the URL is mistyped.
 @Suite struct RedactionOutputTests {
     /// Header name to a value that must never be printed. Every value starts `tok-`.
     static let sensitive: [(String, String)] = [
@@ -162,5 +163,108 @@ import Testing
         #expect(result.status == 1)
         #expect(result.err.contains("cannot connect"))
         Self.expectNoSecret(result.out + result.err, "the connection error")
+    }
+
+    /// Issue 43 item 11: schedules printed their template as stored: literal Authorization
+    /// (and every other sensitive) header values and `api_key=` query values, in text and
+    /// JSON. They are redacted by the rules jobs are shown with; the rest is shown.
+    @Test func scheduleViewsRedactEverySensitiveHeaderAndQueryValue() throws {
+        try CourierTestDatabase.with { database, connection in
+            var add = ["schedule", "add", "nightly", "--every", "1h", "--url", "https://hooks.example/s?api_key=tok-QUERY-1&page=2", "--data", #"{"a":1}"#]
+            for (name, value) in Self.sensitive + [Self.visible] { add += ["--header", "\(name): \(value)"] }
+            for arguments in [add, add.map { $0 == "nightly" ? "nightly-json" : $0 } + ["--json"]] {
+                let result = Self.jobctl(arguments, url: database.url)
+                #expect(result.status == 0, "\(result.err)")
+                Self.expectNoSecret(result.out + result.err, "jobctl \(arguments.prefix(3).joined(separator: " "))")
+            }
+            let stored = try connection.query("select template::text from courier.schedules where name = 'nightly'").rows[0].decode(0, as: String.self)
+            #expect(stored.contains("tok-AUTH-1111") && stored.contains("tok-QUERY-1"), "the schedule keeps the real values for its jobs")
+
+            let runs: [[String]] = [
+                ["schedule", "show", "nightly"], ["schedule", "show", "nightly", "--json"], ["schedules"], ["schedules", "--json"],
+                ["schedule", "update", "nightly", "--priority", "3"], ["schedule", "update", "nightly", "--priority", "4", "--json"],
+            ]
+            for arguments in runs {
+                let result = Self.jobctl(arguments, url: database.url)
+                #expect(result.status == 0, "\(arguments): \(result.err)")
+                Self.expectNoSecret(result.out + result.err, "jobctl \(arguments.joined(separator: " "))")
+            }
+            let text = Self.jobctl(["schedule", "show", "nightly"], url: database.url).out
+            #expect(text.contains("https://hooks.example/s?api_key=\(Redaction.placeholder)&page=2"), "\(text)")
+            #expect(text.contains(#""Authorization":"\#(Redaction.placeholder)""#) && text.contains(#""X-Trace":"visible-trace-1""#), "\(text)")
+            let json = Self.jobctl(["schedule", "show", "nightly", "--json"], url: database.url).out
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
+            let template = try #require(object["template"] as? [String: Any])
+            #expect(template["url"] as? String == "https://hooks.example/s?api_key=\(Redaction.placeholder)&page=2")
+            let headers = try #require(template["headers"] as? [String: Any])
+            for (name, _) in Self.sensitive { #expect(headers[name] as? String == Redaction.placeholder, "schedule show --json redacts \(name)") }
+            #expect(headers["X-Trace"] as? String == "visible-trace-1")
+            #expect(template["body"] as? String == #"{"a":1}"#)
+            let list = Self.jobctl(["schedules"], url: database.url).out
+            #expect(list.contains("POST https://hooks.example/s?api_key=\(Redaction.placeholder)&page=2"), "\(list)")
+
+            // A schedule added through SQL, with a secret reference: the reference is a name, shown.
+            try connection.simpleQuery("""
+                select courier.schedule_add('sql-made', every => interval '1 hour', template => '{"url": "https://hooks.example/q?token=tok-QUERY-9",
+                    "headers": {"Authorization": "Basic tok-SQL-1", "X-Partner": {"secret": "partner-token"}}}')
+                """)
+            for arguments in [["schedule", "show", "sql-made"], ["schedule", "show", "sql-made", "--json"], ["schedules", "--json"]] {
+                let result = Self.jobctl(arguments, url: database.url)
+                #expect(result.status == 0, "\(arguments): \(result.err)")
+                Self.expectNoSecret(result.out + result.err, "jobctl \(arguments.joined(separator: " "))")
+            }
+            let made = Self.jobctl(["schedule", "show", "sql-made", "--json"], url: database.url).out
+            let madeObject = try #require(try JSONSerialization.jsonObject(with: Data(made.utf8)) as? [String: Any])
+            let madeHeaders = try #require((madeObject["template"] as? [String: Any])?["headers"] as? [String: Any])
+            #expect((madeHeaders["X-Partner"] as? [String: String])?["secret"] == "partner-token")
+            #expect(madeHeaders["Authorization"] as? String == Redaction.placeholder)
+        }
+    }
+
+    /// A schedule the database refuses (a cron expression the parser takes but the
+    /// table's 200-character limit does not): PostgreSQL's detail showed the whole row,
+    /// template and all. The error names the constraint and withholds the row.
+    @Test func scheduleConstraintErrorsNeverEchoTheTemplate() throws {
+        try CourierTestDatabase.with { database, _ in
+            let cron = Array(repeating: "0", count: 120).joined(separator: ",") + " * * * *"
+            let arguments = ["schedule", "add", "long", "--cron", cron, "--url", "https://hooks.example/s?api_key=tok-QUERY-2",
+                             "--header", "Authorization: Bearer tok-AUTH-2"]
+            for extra in [[], ["--json"]] {
+                let result = Self.jobctl(arguments + extra, url: database.url)
+                #expect(result.status == 2, "\(result.out) \(result.err)")
+                #expect(result.err.contains("schedules_cron_check"), "\(result.err)")
+                Self.expectNoSecret(result.out + result.err, "the constraint error")
+            }
+            let added = Self.jobctl(["schedule", "add", "short", "--every", "1h", "--url", "https://hooks.example/s?api_key=tok-QUERY-3",
+                                     "--header", "Authorization: Bearer tok-AUTH-3"], url: database.url)
+            #expect(added.status == 0, "\(added.err)")
+            let update = Self.jobctl(["schedule", "update", "short", "--cron", cron], url: database.url)
+            #expect(update.status == 2 && update.err.contains("schedules_cron_check"), "\(update.err)")
+            Self.expectNoSecret(update.out + update.err, "the constraint error of an update")
+        }
+    }
+
+    /// Issue 43 item 11: a mistyped `DATABASE_URL` (or `--database-url`) had its password
+    /// echoed by jobctl, in libpq's parse errors and in the "neither a URI nor conninfo"
+    /// message. Both forms, as flag and as variable.
+    @Test func malformedDatabaseURLsNeverEchoThePassword() {
+        let urls = [
+            "postgresql://courier:tok-DBPASS-2@[::1/none",
+            "postgresql://courier:tok%zzDBPASS-3@127.0.0.1/none",
+            "postgresql://courier@127.0.0.1/none?password=tok-DBPASS-4%zz",
+            "postgresql://courier:tok-DBPASS-5@127.0.0.1/none?x&y",
+            "host=127.0.0.1 password tok-DBPASS-6",
+            "host=127.0.0.1 password='tok-DBPASS-7",
+            "postgresq://courier:tok-DBPASS-8@127.0.0.1/none",
+        ]
+        for url in urls {
+            let viaVariable = Self.jobctl(["list"], url: url)
+            let viaFlag = CourierControlTests.jobctl(["list", "--database-url", url], databaseURL: nil, stdin: Data(), environment: [:])
+            for result in [viaVariable, viaFlag] {
+                #expect(result.status == 1 || result.status == 2, "\(url): \(result.err)")
+                #expect(result.err.contains("connection string") || result.err.contains("--database-url"), "\(url): \(result.err)")
+                Self.expectNoSecret(result.out + result.err, "the error for \(url)")
+            }
+        }
     }
 }

@@ -42,6 +42,8 @@ final class WorkerHarness: @unchecked Sendable {
     lazy var secretEnvironment: [String: String] = [
         "COURIER_SECRET_PARTNER_TOKEN": "s3cr3t", "COURIER_SECRET_PARTNER_TOKEN_DESTINATIONS": server.baseURL,
     ]
+    /// The worker's `--secrets-dir`; none unless a test sets one.
+    var secretsDirectory: String?
 
     /// Starts a worker with fast test timings; `configure` may change anything. Its transport
     /// opens at most `maxHostConnections` connections to one host (libcurl queues the rest).
@@ -64,7 +66,7 @@ final class WorkerHarness: @unchecked Sendable {
         self.transport = transport
         let worker = Worker(
             configuration: configuration,
-            httpHandler: HTTPJobHandler(transport: transport, secrets: SecretResolver(environment: secretEnvironment, directory: nil)),
+            httpHandler: HTTPJobHandler(transport: transport, secrets: SecretResolver(environment: secretEnvironment, directory: secretsDirectory)),
             logger: Logger(level: .debug, sink: { [logLines] in logLines.append($0) }))
         register(worker)
         self.worker = worker

@@ -116,4 +116,24 @@ import Testing
             #expect(first.errors.first?.message.contains("text/html") == true, "the message still says what was wrong")
         }
     }
+
+    /// Issue 43 item 11, the worker's side: jobworker started with a mistyped database URL
+    /// logged libpq's parse error, which quotes the URI, password and all, on every retry.
+    /// The process runs as users run it (flag and variable); its log never holds the password.
+    @Test func aMalformedDatabaseURLNeverPutsItsPasswordInTheLog() async throws {
+        let urls = ["postgresql://courier:tok-WORKERPW-1@[::1/none", "postgresql://courier:tok%zzWORKERPW-2@127.0.0.1/none",
+                    "host=127.0.0.1 password tok-WORKERPW-3"]
+        for (index, url) in urls.enumerated() {
+            let viaFlag = index % 2 == 0
+            let worker = try SpawnedProcess("jobworker", viaFlag ? ["--database-url", url] : [],
+                                            environment: viaFlag ? ["DATABASE_URL": ""] : ["DATABASE_URL": url])
+            defer { worker.cleanUp() }
+            let logged = try await eventually(timeout: .seconds(20)) { worker.output.contains("database unreachable") }
+            worker.signal(SIGTERM)
+            _ = await worker.waitForExit(timeout: .seconds(20))
+            let output = worker.output
+            #expect(logged && output.contains("invalid connection string"), "\(url): \(output)")
+            #expect(!output.contains("WORKERPW"), "\(url) leaked its password: \(output)")
+        }
+    }
 }

@@ -59,6 +59,20 @@ import Testing
         }
     }
 
+    /// Issue 43 item 11: PostgreSQL shows every column of a row that breaks a constraint,
+    /// rendered its own way (a jsonb re-spaced), so a bound secret inside it was not
+    /// recognised: the row's values are not kept at all.
+    @Test func aFailingRowsValuesAreNotKept() throws {
+        try withConnection { connection, _ in
+            try connection.simpleQuery("create table t (rule text check (length(rule) <= 3), template jsonb)")
+            let template = PostgresJSON(#"{"headers":{"Authorization":"Bearer tok-ROW-1"},"url":"https://h/?api_key=tok-ROW-2"}"#)
+            let error = #expect(throws: PostgresError.self) { try connection.execute("insert into t values (\("toolong"), \(template))") }
+            #expect(error?.sqlState == "23514" && error?.constraintName == "t_rule_check")
+            #expect(error?.detail == "Failing row contains (values not shown: they may hold credentials).")
+            #expect(error.map { !$0.description.contains("tok-") } == true, "\(String(describing: error))")
+        }
+    }
+
     @Test func raisedErrorCarriesDetailAndHint() throws {
         try withConnection { connection, _ in
             let error = #expect(throws: PostgresError.self) {

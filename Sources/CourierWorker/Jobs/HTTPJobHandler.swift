@@ -66,19 +66,21 @@ public struct HTTPJobHandler: JobHandler {
     func classify(_ outcome: TransportOutcome, _ sending: Sending) -> Classification {
         // A server may echo credentials back (in a body excerpt, a header): remove them from
         // the raw bytes before anything is cut, escaped, logged or stored.
-        let secrets = sending.built.secretValues
-        let scrubbed = Self.scrub(outcome, secrets: secrets)
+        // One index of the secrets for every piece (body, header values, message).
+        let scrubber = SecretScrubber(secrets: sending.built.secretValues)
+        let scrubbed = Self.scrub(outcome, with: scrubber)
         var classification = OutcomeClassifier.classify(scrubbed, expectContentType: sending.expectContentType, now: Date())
-        classification.message = Redaction.scrub(classification.message, secrets: secrets)
+        classification.message = scrubber.scrub(classification.message)
         return classification
     }
 
-    /// The outcome with every secret value removed from the response's body and header values.
-    static func scrub(_ outcome: TransportOutcome, secrets: [String]) -> TransportOutcome {
-        guard case .response(var response) = outcome, !secrets.isEmpty else { return outcome }
-        response.bodyPrefix = Redaction.scrub(response.bodyPrefix, secrets: secrets)
+    /// The outcome with every secret value, echoed as it is or transformed, removed from
+    /// the response's body and header values.
+    static func scrub(_ outcome: TransportOutcome, with scrubber: SecretScrubber) -> TransportOutcome {
+        guard case .response(var response) = outcome, !scrubber.isEmpty else { return outcome }
+        response.bodyPrefix = scrubber.scrub(response.bodyPrefix)
         response.headers = response.headers.map {
-            HTTPHeader(name: $0.name, value: Redaction.scrub($0.value, secrets: secrets))
+            HTTPHeader(name: $0.name, value: scrubber.scrub($0.value))
         }
         return .response(response)
     }
@@ -94,13 +96,13 @@ public struct HTTPJobHandler: JobHandler {
     struct Refusal: Error { var message: String; var isLocal = false }
 
     /// A secret the resolver would not give out, as a refusal: one rule for header and
-    /// signing secrets. A secret this worker lacks, or cannot read the binding of, is its
-    /// configuration's fault (handed back); a secret not bound to this destination is the
-    /// job's (permanent).
+    /// signing secrets. A secret this worker lacks, cannot read the binding of, or finds in
+    /// both the environment and the secrets directory is its configuration's fault (handed
+    /// back); a secret not bound to this destination is the job's (permanent).
     static func refusal(_ refusal: SecretResolver.Refusal, context: String) -> Refusal {
         let isLocal: Bool
         switch refusal {
-        case .missing, .badBinding: isLocal = true
+        case .missing, .badBinding, .ambiguous: isLocal = true
         case .notBound, .badURL: isLocal = false
         }
         return Refusal(message: "\(context): \(refusal)", isLocal: isLocal)

@@ -6,15 +6,25 @@ import Foundation
 /// secret is bound to, so whoever may enqueue cannot send a worker's secret to a URL of
 /// their own.
 ///
-/// The value: first `COURIER_SECRET_<NAME>` in the worker's environment (NAME
-/// upper-cased, anything but letters and digits as `_`), then the file `NAME` in the
-/// secrets directory (for example a mounted Kubernetes Secret), trailing newline removed.
-/// Files are read through a ``SecretFileCache``: again only when they change.
+/// A secret lives in one of two places, and its value and its binding always come from
+/// that one place:
+/// - the environment: the value in `COURIER_SECRET_<NAME>` (NAME upper-cased, anything but
+///   letters and digits as `_`), the binding in `COURIER_SECRET_<NAME>_DESTINATIONS`;
+/// - the secrets directory (for example a mounted Kubernetes Secret): the value in the
+///   file `NAME`, trailing newline removed, the binding in the file `NAME.destinations`
+///   beside it. Files are read through a ``SecretFileCache``: again only when they change.
+///
+/// The environment's spelling folds names together (`api.token`, `api-token` and
+/// `API_TOKEN` all read `COURIER_SECRET_API_TOKEN`), the directory's does not. So a name
+/// with anything in both places (a value or a binding in the environment, and a value or
+/// a binding file in the directory) is refused as ambiguous, never resolved half from one
+/// place and half from the other: a binding meant for another name must not decide where
+/// this one goes.
 ///
 /// The binding: the destinations (`scheme://host[:port]`, default ports filled in) the
-/// secret may be sent to, separated by commas, spaces or new lines, from
-/// `COURIER_SECRET_<NAME>_DESTINATIONS`, else the file `NAME.destinations` beside the
-/// secret's file. `*` alone allows every destination, and must be written out.
+/// secret may be sent to, separated by commas, spaces or new lines. `*` alone allows every
+/// destination, and must be written out. An entry with a path, query or fragment is
+/// refused (see ``SecretBinding``).
 ///
 /// A secret without a binding is refused (deny unless bound): an allowlist that is off
 /// until configured would let any enqueuer of a production queue read every secret by
@@ -30,6 +40,9 @@ public struct SecretResolver: Sendable {
         case badBinding(name: String, reason: String)
         /// The URL the secret would be sent to is not a valid job URL.
         case badURL(reason: String)
+        /// The name has something in the environment and something in the secrets
+        /// directory: `environment` lists the variables set, `files` the files present.
+        case ambiguous(name: String, environment: [String], files: [String])
 
         public var description: String {
             switch self {
@@ -37,12 +50,17 @@ public struct SecretResolver: Sendable {
                 return "secret \(Quoting.quote(name)) is not set (\(SecretResolver.environmentName(for: name)) or the secrets directory)"
             case .notBound(let name, let destination):
                 return "secret \(Quoting.quote(name)) may not be sent to \(destination): it is sent only to the destinations "
-                    + "listed in \(SecretResolver.bindingEnvironmentName(for: name)) or the file \(name)\(SecretResolver.bindingFileSuffix) "
-                    + "in the secrets directory"
+                    + "listed beside it, in \(SecretResolver.bindingEnvironmentName(for: name)) for a secret in the environment "
+                    + "or the file \(name)\(SecretResolver.bindingFileSuffix) for one in the secrets directory"
             case .badBinding(let name, let reason):
                 return "the destinations of secret \(Quoting.quote(name)) cannot be read: \(reason)"
             case .badURL(let reason):
                 return "secret not resolved: \(reason)"
+            case .ambiguous(let name, let environment, let files):
+                return "secret \(Quoting.quote(name)) is ambiguous: \(environment.joined(separator: " and ")) "
+                    + "\(environment.count == 1 ? "is" : "are") set in the environment and the secrets directory holds "
+                    + "\(files.joined(separator: " and ")); a secret and its destinations are read from one place "
+                    + "(the environment spells api.token, api-token and API_TOKEN alike), so remove one of them"
             }
         }
     }
@@ -89,8 +107,13 @@ public struct SecretResolver: Sendable {
         if Self.environmentName(for: name).hasSuffix(Self.bindingEnvironmentSuffix) || name.hasSuffix(Self.bindingFileSuffix) {
             return .failure(.missing(name: name))
         }
-        guard let value = value(of: name) else { return .failure(.missing(name: name)) }
-        switch SecretBinding.parse(bindingText(of: name)) {
+        let source: (value: String?, binding: String?)
+        switch place(of: name) {
+        case .failure(let refusal): return .failure(refusal)
+        case .success(let found): source = found
+        }
+        guard let value = source.value else { return .failure(.missing(name: name)) }
+        switch SecretBinding.parse(source.binding) {
         case .failure(let error):
             return .failure(.badBinding(name: name, reason: error.reason))
         case .success(let binding):
@@ -99,15 +122,19 @@ public struct SecretResolver: Sendable {
         }
     }
 
-    /// The raw value, bound or not.
-    private func value(of name: String) -> String? {
-        if let value = environment[Self.environmentName(for: name)] { return value }
-        return file(name)
-    }
-
-    private func bindingText(of name: String) -> String? {
-        if let text = environment[Self.bindingEnvironmentName(for: name)] { return text }
-        return file(name + Self.bindingFileSuffix)
+    /// The value and the binding text of `name`, both from the one place that has the
+    /// name; nils when neither has it; ambiguous when both have something of it.
+    private func place(of name: String) -> Result<(value: String?, binding: String?), Refusal> {
+        let valueVariable = Self.environmentName(for: name), bindingVariable = Self.bindingEnvironmentName(for: name)
+        let environmentValue = environment[valueVariable], environmentBinding = environment[bindingVariable]
+        let bindingFile = name + Self.bindingFileSuffix
+        let fileValue = file(name), fileBinding = file(bindingFile)
+        let variables = [(valueVariable, environmentValue), (bindingVariable, environmentBinding)].filter { $0.1 != nil }.map(\.0)
+        let files = [(name, fileValue), (bindingFile, fileBinding)].filter { $0.1 != nil }.map(\.0)
+        if !variables.isEmpty && !files.isEmpty {
+            return .failure(.ambiguous(name: name, environment: variables, files: files))
+        }
+        return .success(variables.isEmpty ? (fileValue, fileBinding) : (environmentValue, environmentBinding))
     }
 
     /// A file of the secrets directory; names cannot leave it.
@@ -122,6 +149,16 @@ public struct SecretResolver: Sendable {
 
 /// Where one secret may be sent: a set of destinations, or every destination.
 /// Pure; parsed from the binding text of ``SecretResolver``.
+///
+/// An entry is an origin, `scheme://host[:port]` (a trailing `/` is allowed). An entry with
+/// a path (`https://api.example.com/hooks`), a query or a fragment is refused when the
+/// binding is read, rather than matched: a secret is sent to an origin, and the server
+/// there decides which of its handlers reads the request, by its own normalisation of the
+/// path (`..`, `%2e%2e`, `%2f`, `;`, `\`, case, a proxy's rewriting), which a prefix check
+/// on this side cannot know. Refused, the entry says so once; matched, it would promise a
+/// boundary the worker cannot keep. (Entries with paths used to be widened to the whole
+/// origin without a word.) To keep a secret from part of a host, give that part a host of
+/// its own.
 public struct SecretBinding: Sendable, Equatable {
     /// `scheme://host:port` keys, as ``Destination/derive(fromURL:field:)`` writes them.
     public var destinations: Set<String>
@@ -148,13 +185,28 @@ public struct SecretBinding: Sendable, Equatable {
                     binding.any = true
                     continue
                 }
+                let destination: String
                 do {
-                    binding.destinations.insert(try Destination.derive(fromURL: String(entry), field: "destination"))
+                    destination = try Destination.derive(fromURL: String(entry), field: "destination")
                 } catch {
                     return .failure(BindingError(reason: "\(Quoting.quote(String(entry))) is not a destination such as https://api.example.com"))
                 }
+                let rest = afterOrigin(entry)
+                guard rest.isEmpty || rest == "/" else {
+                    return .failure(BindingError(reason: "\(Quoting.quote(String(entry))) has a path, query or fragment (\(Quoting.quote(String(rest)))); "
+                        + "a secret is bound to whole origins: write \(destination)"))
+                }
+                binding.destinations.insert(destination)
             }
         }
         return .success(binding)
+    }
+
+    /// What follows the authority of an entry that is a valid URL: `""`, `/`, or a path, query or fragment.
+    private static func afterOrigin(_ entry: Substring) -> Substring {
+        guard let slashes = entry.range(of: "//") else { return "" }
+        let authority = entry[slashes.upperBound...]
+        guard let end = authority.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) else { return "" }
+        return authority[end...]
     }
 }
