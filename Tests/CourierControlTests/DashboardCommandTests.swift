@@ -87,10 +87,7 @@ import Testing
             let process = try SpawnedProcess("jobctl", ["dashboard", "--listen", ":0", "--insecure-no-token",
                                                         "--database-url", fixture.database.url])
             defer { process.cleanUp() }
-            let end = ContinuousClock.now + .seconds(60)
-            while !process.output.contains("dashboard: serving") && process.isRunning && ContinuousClock.now < end {
-                Thread.sleep(forTimeInterval: 0.05)
-            }
+            _ = eventuallyBlocking(timeout: .seconds(60)) { process.output.contains("dashboard: serving") || !process.isRunning }
             let banner = try #require(process.output.split(separator: "\n").first { $0.hasPrefix("dashboard: serving") },
                                       "no banner: \(process.output)")
             #expect(banner.hasPrefix("dashboard: serving http://0.0.0.0:") && banner.contains("(every IPv4 address of this machine)"),
