@@ -80,7 +80,7 @@ FAMILIES = [
                  "slow start, retry budget, pause, signing secret) and the destination_* and traffic_* "
                  "functions that set and maintain it.",
         "objects": ["destinations"],
-        "functions": [],
+        "functions": ["destinations_inherit_limits", "destinations_pass_limits_on"],
         "prefixes": ["destination_", "traffic_"],
     },
     {

@@ -33,8 +33,9 @@ extension JobctlCommands {
             A sub-key is written after an explicit port \
             (https://api.example.com:443/billing): set declares it, and only \
             then may enqueuers file jobs under it; pausing or resuming an origin \
-            pauses or resumes every sub-key declared under it. A sub-key's \
-            limits are its own.
+            pauses or resumes every sub-key declared under it, and an origin's \
+            limits count and spend its sub-keys' requests too. A sub-key's own \
+            limits hold within its origin's.
             """,
         subcommands: [
             CommandSpec(

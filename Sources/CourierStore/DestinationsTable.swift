@@ -43,8 +43,10 @@ public enum DestinationsTable {
             self.updatedAt = updatedAt
         }
 
-        /// Whether the destination's jobs go through the gated claim (any traffic policy; a slow
-        /// start of 0 is none). As `courier.destinations.gated` computes it (sql/0040).
+        /// Whether this row's own settings gate the destination's jobs (any traffic policy; a
+        /// slow start of 0 is none), as `courier.traffic_limits` and the pause do in
+        /// `courier.destinations.gated`. A sub-key is also gated while its origin has limits
+        /// (`origin_limited`, sql/0043), which this row alone cannot tell.
         public var isGated: Bool {
             maxInFlight != nil || ratePerSecond != nil || retryBudgetPercent != nil || paused || (slowStartMilliseconds ?? 0) > 0
         }

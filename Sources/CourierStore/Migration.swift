@@ -59,6 +59,8 @@ extension Migration {
                   bytes: PackageResources._041_refusals_are_counted_and_bounded_sql),
         Migration(version: 42, name: "0042_one_canonical_destination_at_every_door.sql",
                   bytes: PackageResources._042_one_canonical_destination_at_every_door_sql),
+        Migration(version: 43, name: "0043_an_origins_limits_cover_its_sub_keys.sql",
+                  bytes: PackageResources._043_an_origins_limits_cover_its_sub_keys_sql),
     ]
 
     init(version: Int, name: String, bytes: [UInt8]) {

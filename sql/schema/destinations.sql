@@ -33,7 +33,9 @@ CREATE TABLE courier.destinations (
     slot_waits bigint DEFAULT 0 NOT NULL,
     token_waits bigint DEFAULT 0 NOT NULL,
     retries_deferred bigint DEFAULT 0 NOT NULL,
-    gated boolean GENERATED ALWAYS AS (((max_in_flight IS NOT NULL) OR (rate IS NOT NULL) OR (retry_budget_pct IS NOT NULL) OR paused OR (COALESCE(slow_start_ms, (0)::bigint) > 0))) STORED,
+    origin text GENERATED ALWAYS AS (courier.destination_origin((destination)::text)) STORED,
+    origin_limited boolean DEFAULT false NOT NULL,
+    gated boolean GENERATED ALWAYS AS ((courier.traffic_limits(max_in_flight, rate, retry_budget_pct, slow_start_ms) OR paused OR origin_limited)) STORED,
     CONSTRAINT destinations_burst_check CHECK (((burst IS NULL) OR ((burst >= 1) AND (burst <= 1000000)))),
     CONSTRAINT destinations_max_in_flight_check CHECK (((max_in_flight IS NULL) OR ((max_in_flight >= 1) AND (max_in_flight <= 100000)))),
     CONSTRAINT destinations_rate_check CHECK (((rate IS NULL) OR ((rate > (0)::double precision) AND (rate <= (1000000)::double precision)))),
@@ -55,6 +57,41 @@ ALTER TABLE ONLY courier.destinations
 --
 
 CREATE INDEX destinations_gated_idx ON courier.destinations USING btree (last_claim_at NULLS FIRST) WHERE gated;
+
+
+--
+-- Name: destinations_origin_idx; Type: INDEX
+--
+
+CREATE INDEX destinations_origin_idx ON courier.destinations USING btree (origin) WHERE (origin IS NOT NULL);
+
+
+--
+-- Name: destinations destinations_inherit_limits; Type: TRIGGER
+--
+
+CREATE TRIGGER destinations_inherit_limits BEFORE INSERT ON courier.destinations FOR EACH ROW WHEN ((courier.destination_origin((new.destination)::text) IS NOT NULL)) EXECUTE FUNCTION courier.destinations_inherit_limits();
+
+
+--
+-- Name: destinations destinations_pass_limits_on_delete; Type: TRIGGER
+--
+
+CREATE TRIGGER destinations_pass_limits_on_delete AFTER DELETE ON courier.destinations FOR EACH ROW WHEN ((old.origin IS NULL)) EXECUTE FUNCTION courier.destinations_pass_limits_on();
+
+
+--
+-- Name: destinations destinations_pass_limits_on_insert; Type: TRIGGER
+--
+
+CREATE TRIGGER destinations_pass_limits_on_insert AFTER INSERT ON courier.destinations FOR EACH ROW WHEN ((new.origin IS NULL)) EXECUTE FUNCTION courier.destinations_pass_limits_on();
+
+
+--
+-- Name: destinations destinations_pass_limits_on_update; Type: TRIGGER
+--
+
+CREATE TRIGGER destinations_pass_limits_on_update AFTER UPDATE OF max_in_flight, rate, retry_budget_pct, slow_start_ms ON courier.destinations FOR EACH ROW WHEN (((new.origin IS NULL) AND (courier.traffic_limits(old.max_in_flight, old.rate, old.retry_budget_pct, old.slow_start_ms) IS DISTINCT FROM courier.traffic_limits(new.max_in_flight, new.rate, new.retry_budget_pct, new.slow_start_ms)))) EXECUTE FUNCTION courier.destinations_pass_limits_on();
 
 
 --
@@ -157,6 +194,26 @@ GRANT ALL ON FUNCTION courier.destination_of(url text) TO courier_admin;
 
 
 --
+-- Name: destination_origin(text); Type: FUNCTION
+--
+
+CREATE FUNCTION courier.destination_origin(p_destination text) RETURNS text
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    AS $$
+    select substring(p_destination from '^([a-z]+://[^/?#]+)[/?#]')
+$$;
+
+
+--
+-- Name: FUNCTION destination_origin(p_destination text); Type: ACL
+--
+
+REVOKE ALL ON FUNCTION courier.destination_origin(p_destination text) FROM PUBLIC;
+GRANT ALL ON FUNCTION courier.destination_origin(p_destination text) TO courier_worker;
+GRANT ALL ON FUNCTION courier.destination_origin(p_destination text) TO courier_admin;
+
+
+--
 -- Name: destination_overview(); Type: FUNCTION
 --
 
@@ -253,14 +310,25 @@ GRANT ALL ON FUNCTION courier.destination_pause(destination text, paused boolean
 --
 
 CREATE FUNCTION courier.destination_reset(destination text) RETURNS boolean
-    LANGUAGE sql
+    LANGUAGE plpgsql
     AS $$
-    with gone as (
-        delete from courier.destinations d
-        where d.destination = courier.destination_canonical(destination_reset.destination)
-        returning 1
-    )
-    select exists (select 1 from gone)
+#variable_conflict use_column
+declare
+    v_destination text := courier.destination_canonical(destination_reset.destination);
+    v_row courier.destinations;
+begin
+    delete from courier.destinations d where d.destination = v_destination returning d.* into v_row;
+    if not found then
+        return false;
+    end if;
+    if v_row.origin is not null
+       and (exists (select 1 from courier.jobs j where j.destination = v_destination and j.state = 'available')
+            or exists (select 1 from courier.jobs j where j.destination = v_destination and j.state = 'running')) then
+        insert into courier.destinations (destination, paused)
+        values (v_destination, coalesce((select o.paused from courier.destinations o where o.destination = v_row.origin), false));
+    end if;
+    return true;
+end
 $$;
 
 
@@ -368,6 +436,70 @@ GRANT ALL ON FUNCTION courier.destination_set(destination text, signing_secret t
 
 
 --
+-- Name: destinations_inherit_limits(); Type: FUNCTION
+--
+
+CREATE FUNCTION courier.destinations_inherit_limits() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    new.origin_limited := coalesce((select courier.traffic_limits(o.max_in_flight, o.rate, o.retry_budget_pct, o.slow_start_ms)
+                                    from courier.destinations o where o.destination = courier.destination_origin(new.destination)),
+                                   false);
+    return new;
+end
+$$;
+
+
+--
+-- Name: FUNCTION destinations_inherit_limits(); Type: ACL
+--
+
+REVOKE ALL ON FUNCTION courier.destinations_inherit_limits() FROM PUBLIC;
+GRANT ALL ON FUNCTION courier.destinations_inherit_limits() TO courier_worker;
+GRANT ALL ON FUNCTION courier.destinations_inherit_limits() TO courier_admin;
+
+
+--
+-- Name: destinations_pass_limits_on(); Type: FUNCTION
+--
+
+CREATE FUNCTION courier.destinations_pass_limits_on() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_origin text := case when tg_op = 'DELETE' then old.destination else new.destination end;
+    v_limited boolean := tg_op <> 'DELETE'
+                         and courier.traffic_limits(new.max_in_flight, new.rate, new.retry_budget_pct, new.slow_start_ms);
+    v_keys text[];
+begin
+    with changed as (
+        update courier.destinations s set origin_limited = v_limited, updated_at = now()
+        where s.origin = v_origin and s.origin_limited <> v_limited
+        returning s.destination, s.gated
+    )
+    select array_agg(c.destination) filter (where c.gated) into v_keys from changed c;
+    if cardinality(v_keys) > 0 then
+        update courier.jobs set gated = true where state = 'running' and destination = any(v_keys) and not gated;
+        perform pg_notify('courier_traffic', v_origin);
+    end if;
+    return null;
+end
+$$;
+
+
+--
+-- Name: FUNCTION destinations_pass_limits_on(); Type: ACL
+--
+
+REVOKE ALL ON FUNCTION courier.destinations_pass_limits_on() FROM PUBLIC;
+GRANT ALL ON FUNCTION courier.destinations_pass_limits_on() TO courier_worker;
+GRANT ALL ON FUNCTION courier.destinations_pass_limits_on() TO courier_admin;
+
+
+--
 -- Name: traffic_cap(integer, bigint, timestamp with time zone, timestamp with time zone); Type: FUNCTION
 --
 
@@ -422,6 +554,27 @@ GRANT ALL ON FUNCTION courier.traffic_cap(p_max integer, p_slow_ms bigint, p_ram
 REVOKE ALL ON FUNCTION courier.traffic_cap(p_max integer, p_slow_ms bigint, p_ramp timestamp with time zone, p_at timestamp with time zone, p_fleet integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION courier.traffic_cap(p_max integer, p_slow_ms bigint, p_ramp timestamp with time zone, p_at timestamp with time zone, p_fleet integer) TO courier_worker;
 GRANT ALL ON FUNCTION courier.traffic_cap(p_max integer, p_slow_ms bigint, p_ramp timestamp with time zone, p_at timestamp with time zone, p_fleet integer) TO courier_admin;
+
+
+--
+-- Name: traffic_limits(integer, double precision, double precision, bigint); Type: FUNCTION
+--
+
+CREATE FUNCTION courier.traffic_limits(p_max_in_flight integer, p_rate double precision, p_retry_budget_pct double precision, p_slow_start_ms bigint) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+    select p_max_in_flight is not null or p_rate is not null or p_retry_budget_pct is not null
+           or coalesce(p_slow_start_ms, 0) > 0
+$$;
+
+
+--
+-- Name: FUNCTION traffic_limits(p_max_in_flight integer, p_rate double precision, p_retry_budget_pct double precision, p_slow_start_ms bigint); Type: ACL
+--
+
+REVOKE ALL ON FUNCTION courier.traffic_limits(p_max_in_flight integer, p_rate double precision, p_retry_budget_pct double precision, p_slow_start_ms bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION courier.traffic_limits(p_max_in_flight integer, p_rate double precision, p_retry_budget_pct double precision, p_slow_start_ms bigint) TO courier_worker;
+GRANT ALL ON FUNCTION courier.traffic_limits(p_max_in_flight integer, p_rate double precision, p_retry_budget_pct double precision, p_slow_start_ms bigint) TO courier_admin;
 
 
 --
@@ -545,6 +698,30 @@ $$;
 REVOKE ALL ON FUNCTION courier.traffic_maintain(p_batch integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION courier.traffic_maintain(p_batch integer) TO courier_worker;
 GRANT ALL ON FUNCTION courier.traffic_maintain(p_batch integer) TO courier_admin;
+
+
+--
+-- Name: traffic_running(text); Type: FUNCTION
+--
+
+CREATE FUNCTION courier.traffic_running(p_destination text) RETURNS bigint
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    select count(*) from courier.jobs j
+    where j.state = 'running' and j.gated
+      and j.destination = any(array[p_destination]
+                              || array(select d.destination::text from courier.destinations d where d.origin = p_destination))
+$$;
+
+
+--
+-- Name: FUNCTION traffic_running(p_destination text); Type: ACL
+--
+
+REVOKE ALL ON FUNCTION courier.traffic_running(p_destination text) FROM PUBLIC;
+GRANT ALL ON FUNCTION courier.traffic_running(p_destination text) TO courier_worker;
+GRANT ALL ON FUNCTION courier.traffic_running(p_destination text) TO courier_admin;
 
 
 --

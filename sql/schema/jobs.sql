@@ -396,6 +396,7 @@ declare
     v_left      int := p_limit;
     c           record;
     s           courier.destinations;
+    o           courier.destinations;
     v_clock     timestamptz;
     v_cap       int;
     v_running   int;
@@ -406,6 +407,10 @@ declare
     v_got_retries int;
     v_limited   boolean;
     v_deferred  boolean;
+    v_origin    boolean;
+    v_o_cap     int;
+    v_o_running int;
+    v_o_tokens  float8;
 begin
     if exists (select 1 from courier.queue_settings q where q.queue = p_queue and q.paused) then
         return;
@@ -413,9 +418,7 @@ begin
     for c in
         select d.destination, d.max_in_flight, d.slow_start_ms, d.ramp_started_at, d.rate, d.burst, d.tokens, d.tokens_at,
                d.limited_at,
-               case when d.max_in_flight is null then 0 else
-                   (select count(*) from courier.jobs j
-                    where j.destination = d.destination and j.state = 'running' and j.gated) end as running
+               case when d.max_in_flight is null then 0 else courier.traffic_running(d.destination) end as running
         from courier.destinations d
         where d.gated and not d.paused
           and not exists (select 1 from courier.breakers b
@@ -424,7 +427,7 @@ begin
     loop
         exit when v_left <= 0;
         v_clock := clock_timestamp();
-        -- At its limit in this snapshot: pass over it unlocked, noting it (at most once a
+        -- At its own limit in this snapshot: pass over it unlocked, noting it (at most once a
         -- second, and only when jobs of this queue wait).
         if c.running >= coalesce(courier.traffic_cap(c.max_in_flight, c.slow_start_ms, c.ramp_started_at, v_clock), c.running + 1)
            or floor(coalesce(courier.traffic_tokens(c.rate, c.burst, c.tokens, c.tokens_at, v_clock), 1)) < 1 then
@@ -451,14 +454,20 @@ begin
         select * into s from courier.destinations d where d.destination = c.destination and d.gated and not d.paused
         for update skip locked;
         continue when not found;
+        -- A sub-key under a limited origin: the origin's row too, which every claim of the
+        -- family holds (taken by another claimer now: this key waits for the next round).
+        v_origin := s.origin is not null and s.origin_limited;
+        if v_origin then
+            select * into o from courier.destinations d where d.destination = s.origin for update skip locked;
+            continue when not found;
+        end if;
         v_clock := clock_timestamp();
         v_allow := v_left;
         v_limited := false;
         v_deferred := false;
         v_cap := courier.traffic_cap(s.max_in_flight, s.slow_start_ms, s.ramp_started_at, v_clock);
         if v_cap is not null then
-            select count(*) into v_running from courier.jobs j
-            where j.destination = s.destination and j.state = 'running' and j.gated;
+            v_running := courier.traffic_running(s.destination);
             if v_cap - v_running <= v_allow then
                 v_allow := greatest(0, v_cap - v_running);
                 v_limited := true;
@@ -482,6 +491,32 @@ begin
         else
             v_retries := v_allow;
         end if;
+        -- The origin's limits over the whole family, the same three.
+        if v_origin then
+            v_o_cap := courier.traffic_cap(o.max_in_flight, o.slow_start_ms, o.ramp_started_at, v_clock);
+            if v_o_cap is not null then
+                v_o_running := courier.traffic_running(o.destination);
+                if v_o_cap - v_o_running <= v_allow then
+                    v_allow := greatest(0, v_o_cap - v_o_running);
+                    v_limited := true;
+                end if;
+            end if;
+            v_o_tokens := courier.traffic_tokens(o.rate, o.burst, o.tokens, o.tokens_at, v_clock);
+            if v_o_tokens is not null and floor(v_o_tokens) <= v_allow then
+                v_allow := greatest(0, floor(v_o_tokens)::int);
+                v_limited := true;
+            end if;
+            if o.retry_budget_pct is not null then
+                if o.budget_window_at is null or o.budget_window_at < v_clock - interval '1 minute' then
+                    o.budget_window_at := v_clock;
+                    o.budget_requests := 0;
+                    o.budget_retries := 0;
+                end if;
+                v_retries := least(v_retries,
+                                   greatest(0, greatest(3, floor(o.retry_budget_pct / 100 * o.budget_requests)::int)
+                                               - o.budget_retries::int));
+            end if;
+        end if;
         v_got := 0;
         v_got_retries := 0;
         if v_allow > 0 then
@@ -489,7 +524,7 @@ begin
                 -- No budget in the way: one pick in the usual order.
                 return query select * from courier.claim_gated_take(s.destination, p_queue, p_worker, p_lease_ms, v_allow, null);
                 get diagnostics v_got = row_count;
-                if s.retry_budget_pct is not null and v_got > 0 then
+                if (s.retry_budget_pct is not null or (v_origin and o.retry_budget_pct is not null)) and v_got > 0 then
                     select count(*) into v_got_retries from courier.jobs j
                     where j.destination = s.destination and j.state = 'running' and j.gated
                       and j.leased_by = p_worker and j.attempt > 1 and j.attempted_at = now();
@@ -523,6 +558,16 @@ begin
                 budget_requests = case when s.retry_budget_pct is null then 0 else s.budget_requests + v_got end,
                 budget_retries = case when s.retry_budget_pct is null then 0 else s.budget_retries + v_got_retries end
             where d.destination = s.destination;
+        end if;
+        -- What the family spent of the origin's bucket and budget.
+        if v_origin and v_got > 0 then
+            update courier.destinations d
+            set tokens = case when o.rate is null then null else v_o_tokens - v_got end,
+                tokens_at = case when o.rate is null then null else v_clock end,
+                budget_window_at = o.budget_window_at,
+                budget_requests = case when o.retry_budget_pct is null then 0 else o.budget_requests + v_got end,
+                budget_retries = case when o.retry_budget_pct is null then 0 else o.budget_retries + v_got_retries end
+            where d.destination = o.destination;
         end if;
     end loop;
 end
@@ -1325,8 +1370,21 @@ CREATE FUNCTION courier.jobs_gate_new() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
+declare
+    v_gated boolean;
+    v_origin text;
 begin
-    new.gated := coalesce((select d.gated from courier.destinations d where d.destination = new.destination), false);
+    select d.gated into v_gated from courier.destinations d where d.destination = new.destination;
+    if not found then
+        v_origin := courier.destination_origin(new.destination);
+    end if;
+    if v_origin is not null then
+        insert into courier.destinations as d (destination, paused)
+        values (new.destination, coalesce((select o.paused from courier.destinations o where o.destination = v_origin), false))
+        on conflict (destination) do nothing;
+        select d.gated into v_gated from courier.destinations d where d.destination = new.destination;
+    end if;
+    new.gated := coalesce(v_gated, false);
     return new;
 end
 $$;
