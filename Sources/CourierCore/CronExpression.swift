@@ -46,9 +46,16 @@ public struct CronExpression: Sendable, Equatable, CustomStringConvertible {
         Field(name: "day-of-week", range: 0...7, names: ["SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT", "SUN"]),
     ]
 
+    /// The longest expression accepted, in characters (the check on `courier.schedules.cron`
+    /// says the same; `CronExpressionTests` holds them together).
+    public static let maximumLength = 200
+
     /// Parses `text`; errors name `field` (the flag or column the text came from) and the cron field.
     public init(parsing text: String, field: String = "cron") throws(ValidationError) {
         let trimmed = text.trimmingWhitespace()
+        guard trimmed.unicodeScalars.count <= Self.maximumLength else {
+            throw ValidationError(field: field, message: "at most \(Self.maximumLength) characters, got \(trimmed.unicodeScalars.count)")
+        }
         var body = trimmed
         if trimmed.hasPrefix("@") {
             guard let macro = Self.macros.first(where: { $0.name == trimmed.lowercased() }) else {

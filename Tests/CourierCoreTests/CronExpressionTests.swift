@@ -33,6 +33,9 @@ import Testing
         ("0 0 30 2 *", "--cron: day-of-month field: '30' never occurs in the months of '2'"),
         ("@reboot", "--cron: unknown macro '@reboot'; use one of @yearly, @annually, @monthly, @weekly, @daily, @midnight, @hourly"),
         ("* * * * * *", "--cron: expected 5 fields (minute hour day-of-month month day-of-week), got 6"),
+        // Valid fields, but longer than courier.schedules keeps: refused here, naming the flag.
+        ((0...59).map(String.init).joined(separator: ",") + " " + (0...23).map(String.init).joined(separator: ",") + " * * *",
+         "--cron: at most 200 characters, got 237"),
     ])
     func refusesBadExpressionsNamingTheField(text: String, message: String) {
         #expect(throws: ValidationError.self) { try CronExpression(parsing: text, field: "--cron") }

@@ -94,4 +94,15 @@ import Testing
             #expect(methods.filter(HTTPMethod.isIdempotent) == ["GET", "HEAD", "OPTIONS", "PUT", "DELETE", "TRACE"])
         }
     }
+
+    /// A cron expression the parser accepts always fits `courier.schedules.cron`: the column's
+    /// check and ``CronExpression/maximumLength`` say the same length.
+    @Test func theScheduleTableKeepsEveryCronExpressionTheParserAccepts() throws {
+        try CourierTestDatabase.with { (_, db) throws in
+            let check = try db.query("""
+                select pg_get_constraintdef(oid) from pg_constraint where conname = 'schedules_cron_check'
+                """).rows[0].decode(0, as: String.self)
+            #expect(check.contains("<= \(CronExpression.maximumLength)"), "\(check)")
+        }
+    }
 }
