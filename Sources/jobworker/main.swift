@@ -39,10 +39,18 @@ do {
     exit(1)
 }
 
+// Bindings that cannot be read, and ambiguous names, stop the worker before it claims a job.
+let secrets = SecretResolver(environment: environment, directory: configuration.secretsDirectory)
+let secretProblems = secrets.startupProblems()
+if !secretProblems.isEmpty {
+    for problem in secretProblems { FileHandle.standardError.write(Data("error: secrets: \(problem)\n".utf8)) }
+    transport.shutdown()
+    exit(2)
+}
+
 let worker = Worker(
     configuration: configuration,
-    httpHandler: HTTPJobHandler(transport: transport,
-                                secrets: SecretResolver(environment: environment, directory: configuration.secretsDirectory)),
+    httpHandler: HTTPJobHandler(transport: transport, secrets: secrets),
     logger: logger)
 
 // The endpoint is bound before the worker starts: a taken port stops the process at once.

@@ -193,4 +193,29 @@ import Testing
             #expect(resolver.resolve("HOOK", for: "https://partner.example.com/admin") == .success("hook-value"), "\(entry)")
         }
     }
+
+    /// What the worker refuses to start with: each unreadable binding (variable or file) and
+    /// each ambiguous name, named; a clean setup has none.
+    @Test func startupProblemsNameEveryUnreadableBindingAndAmbiguousName() throws {
+        try withDirectory { directory in
+            try "v".write(toFile: directory + "/good", atomically: true, encoding: .utf8)
+            try "https://partner.example.com".write(toFile: directory + "/good.destinations", atomically: true, encoding: .utf8)
+            try "v".write(toFile: directory + "/pathy", atomically: true, encoding: .utf8)
+            try "https://partner.example.com/hooks".write(toFile: directory + "/pathy.destinations", atomically: true, encoding: .utf8)
+            try "v".write(toFile: directory + "/both", atomically: true, encoding: .utf8)
+            let environment = [
+                "COURIER_SECRET_OK": "v", "COURIER_SECRET_OK_DESTINATIONS": "https://partner.example.com",
+                "COURIER_SECRET_BAD": "v", "COURIER_SECRET_BAD_DESTINATIONS": "https://partner.example.com?x=1",
+                "COURIER_SECRET_BOTH": "v", "UNRELATED_DESTINATIONS": "not a binding at all",
+            ]
+            let problems = SecretResolver(environment: environment, directory: directory).startupProblems()
+            #expect(problems.count == 3, "\(problems)")
+            #expect(problems.contains { $0.hasPrefix("COURIER_SECRET_BAD_DESTINATIONS: ") && $0.contains("?x=1") }, "\(problems)")
+            #expect(problems.contains { $0.hasPrefix(directory + "/pathy.destinations: ") && $0.contains("/hooks") }, "\(problems)")
+            #expect(problems.contains { $0.contains("\"both\" is ambiguous") }, "\(problems)")
+
+            let clean = SecretResolver(environment: ["COURIER_SECRET_OK": "v", "COURIER_SECRET_OK_DESTINATIONS": "*"], directory: nil)
+            #expect(clean.startupProblems().isEmpty)
+        }
+    }
 }

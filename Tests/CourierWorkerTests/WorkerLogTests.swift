@@ -136,4 +136,19 @@ import Testing
             #expect(!output.contains("WORKERPW"), "\(url) leaked its password: \(output)")
         }
     }
+
+    /// A binding that cannot be read stops the worker at start, naming the variable, before
+    /// it connects or claims anything: the jobs that name the secret would all fail later.
+    @Test func anUnreadableSecretBindingStopsTheWorkerAtStart() async throws {
+        let worker = try SpawnedProcess("jobworker", ["--database-url", "postgresql://courier@127.0.0.1:1/none"],
+                                        environment: ["COURIER_SECRET_HOOK": "hook-value",
+                                                      "COURIER_SECRET_HOOK_DESTINATIONS": "https://partner.example.com/hooks"])
+        defer { worker.cleanUp() }
+        let status = await worker.waitForExit(timeout: .seconds(20))
+        let output = worker.output
+        #expect(status == 2, "\(output)")
+        #expect(output.contains("error: secrets: COURIER_SECRET_HOOK_DESTINATIONS: "), "\(output)")
+        #expect(!output.contains("hook-value"), "the value is never printed")
+        #expect(!output.contains("database unreachable"), "it stopped before connecting: \(output)")
+    }
 }

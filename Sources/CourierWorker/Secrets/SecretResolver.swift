@@ -81,8 +81,10 @@ public struct SecretResolver: Sendable {
         self.files = files
     }
 
+    private static let environmentPrefix = "COURIER_SECRET_"
+
     public static func environmentName(for name: String) -> String {
-        "COURIER_SECRET_" + String(name.uppercased().map { $0.isLetter || $0.isNumber ? $0 : "_" })
+        environmentPrefix + String(name.uppercased().map { $0.isLetter || $0.isNumber ? $0 : "_" })
     }
 
     /// The variable that lists where secret `name` may be sent.
@@ -120,6 +122,30 @@ public struct SecretResolver: Sendable {
             guard binding.allows(destination) else { return .failure(.notBound(name: name, destination: destination)) }
             return .success(value)
         }
+    }
+
+    /// Every binding that cannot be read, and every name that is ambiguous, as the worker
+    /// finds them now: one line each, naming the variable or file. The worker checks this at
+    /// start and refuses to run with any, so a mistyped binding stops the deployment instead
+    /// of failing, one by one, the jobs that later name the secret. (The directory can change
+    /// while the worker runs; a binding broken later is still refused when a job needs it.)
+    public func startupProblems() -> [String] {
+        var problems: [String] = []
+        for (variable, text) in environment.sorted(by: { $0.key < $1.key })
+        where variable.hasPrefix(Self.environmentPrefix) && variable.hasSuffix(Self.bindingEnvironmentSuffix) {
+            if case .failure(let error) = SecretBinding.parse(text) { problems.append("\(variable): \(error.reason)") }
+        }
+        guard let directory else { return problems }
+        let names = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [])
+            .filter { !$0.hasPrefix(".") }.sorted()
+        for name in names where name.hasSuffix(Self.bindingFileSuffix) {
+            if case .failure(let error) = SecretBinding.parse(file(name)) { problems.append("\(directory)/\(name): \(error.reason)") }
+        }
+        let secretNames = Set(names.map { $0.hasSuffix(Self.bindingFileSuffix) ? String($0.dropLast(Self.bindingFileSuffix.count)) : $0 })
+        for name in secretNames.sorted() {
+            if case .failure(let refusal) = place(of: name) { problems.append(refusal.description) }
+        }
+        return problems
     }
 
     /// The value and the binding text of `name`, both from the one place that has the
