@@ -28,8 +28,10 @@
 --     or is reset (deleted). `gated` now includes it, so a sub-key without limits of its
 --     own is gated while its origin is limited, and the keeper and the claims treat its
 --     jobs as they treat any gated job.
---   * courier.traffic_running(key): the running gated jobs of a key and, for an origin, of
---     its declared sub-keys.
+--   * courier.traffic_running_sub_keys(origin): the running gated jobs of an origin's
+--     declared sub-keys, which its cap counts beside its own; looked up only for an origin
+--     that has sub-keys (one probe of an index that is empty when no sub-key exists), so
+--     the claim of a destination without any costs what it cost before.
 --   * Every sub-key in the queue has a row: a job to an undeclared sub-key (only roles
 --     that may name any destination can enqueue one) declares it (jobs_gate_new), and
 --     resetting a sub-key whose jobs still wait or run keeps a fresh row, so no job leaves
@@ -130,17 +132,19 @@ create trigger destinations_pass_limits_on_update after update of max_in_flight,
 create trigger destinations_pass_limits_on_delete after delete on courier.destinations
     for each row when (old.origin is null) execute function courier.destinations_pass_limits_on();
 
-create function courier.traffic_running(p_destination text) returns bigint
+-- The running gated jobs of an origin's declared sub-keys (what its cap counts beside its
+-- own). The claim calls it only for an origin that has sub-keys, so a key without any pays
+-- one probe of an empty index, not a function call.
+create function courier.traffic_running_sub_keys(p_origin text) returns bigint
     language sql stable
     set search_path to 'pg_catalog', 'pg_temp'
     as $$
-    select count(*) from courier.jobs j
-    where j.state = 'running' and j.gated
-      and j.destination = any(array[p_destination]
-                              || array(select d.destination::text from courier.destinations d where d.origin = p_destination))
+    select count(*) from courier.destinations f
+    join courier.jobs j on j.destination = f.destination and j.state = 'running' and j.gated
+    where f.origin = p_origin
 $$;
-revoke all on function courier.traffic_running(text) from public;
-grant execute on function courier.traffic_running(text) to courier_worker, courier_admin;
+revoke all on function courier.traffic_running_sub_keys(text) from public;
+grant execute on function courier.traffic_running_sub_keys(text) to courier_worker, courier_admin;
 
 -- A job to a sub-key nobody declared declares it (enqueuers cannot get here: their
 -- trigger, which runs first, refuses undeclared sub-keys), paused if its origin is.
@@ -224,7 +228,12 @@ begin
     for c in
         select d.destination, d.max_in_flight, d.slow_start_ms, d.ramp_started_at, d.rate, d.burst, d.tokens, d.tokens_at,
                d.limited_at,
-               case when d.max_in_flight is null then 0 else courier.traffic_running(d.destination) end as running
+               case when d.max_in_flight is null then 0 else
+                   (select count(*) from courier.jobs j
+                    where j.destination = d.destination and j.state = 'running' and j.gated)
+                   + case when d.origin is null and exists (select 1 from courier.destinations f where f.origin = d.destination)
+                          then courier.traffic_running_sub_keys(d.destination) else 0 end
+               end as running
         from courier.destinations d
         where d.gated and not d.paused
           and not exists (select 1 from courier.breakers b
@@ -273,7 +282,11 @@ begin
         v_deferred := false;
         v_cap := courier.traffic_cap(s.max_in_flight, s.slow_start_ms, s.ramp_started_at, v_clock);
         if v_cap is not null then
-            v_running := courier.traffic_running(s.destination);
+            select count(*) into v_running from courier.jobs j
+            where j.destination = s.destination and j.state = 'running' and j.gated;
+            if s.origin is null and exists (select 1 from courier.destinations f where f.origin = s.destination) then
+                v_running := v_running + courier.traffic_running_sub_keys(s.destination);
+            end if;
             if v_cap - v_running <= v_allow then
                 v_allow := greatest(0, v_cap - v_running);
                 v_limited := true;
@@ -301,7 +314,8 @@ begin
         if v_origin then
             v_o_cap := courier.traffic_cap(o.max_in_flight, o.slow_start_ms, o.ramp_started_at, v_clock);
             if v_o_cap is not null then
-                v_o_running := courier.traffic_running(o.destination);
+                select count(*) + courier.traffic_running_sub_keys(o.destination) into v_o_running from courier.jobs j
+                where j.destination = o.destination and j.state = 'running' and j.gated;
                 if v_o_cap - v_o_running <= v_allow then
                     v_allow := greatest(0, v_o_cap - v_o_running);
                     v_limited := true;

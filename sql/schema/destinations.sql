@@ -701,27 +701,26 @@ GRANT ALL ON FUNCTION courier.traffic_maintain(p_batch integer) TO courier_admin
 
 
 --
--- Name: traffic_running(text); Type: FUNCTION
+-- Name: traffic_running_sub_keys(text); Type: FUNCTION
 --
 
-CREATE FUNCTION courier.traffic_running(p_destination text) RETURNS bigint
+CREATE FUNCTION courier.traffic_running_sub_keys(p_origin text) RETURNS bigint
     LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-    select count(*) from courier.jobs j
-    where j.state = 'running' and j.gated
-      and j.destination = any(array[p_destination]
-                              || array(select d.destination::text from courier.destinations d where d.origin = p_destination))
+    select count(*) from courier.destinations f
+    join courier.jobs j on j.destination = f.destination and j.state = 'running' and j.gated
+    where f.origin = p_origin
 $$;
 
 
 --
--- Name: FUNCTION traffic_running(p_destination text); Type: ACL
+-- Name: FUNCTION traffic_running_sub_keys(p_origin text); Type: ACL
 --
 
-REVOKE ALL ON FUNCTION courier.traffic_running(p_destination text) FROM PUBLIC;
-GRANT ALL ON FUNCTION courier.traffic_running(p_destination text) TO courier_worker;
-GRANT ALL ON FUNCTION courier.traffic_running(p_destination text) TO courier_admin;
+REVOKE ALL ON FUNCTION courier.traffic_running_sub_keys(p_origin text) FROM PUBLIC;
+GRANT ALL ON FUNCTION courier.traffic_running_sub_keys(p_origin text) TO courier_worker;
+GRANT ALL ON FUNCTION courier.traffic_running_sub_keys(p_origin text) TO courier_admin;
 
 
 --

@@ -418,7 +418,12 @@ begin
     for c in
         select d.destination, d.max_in_flight, d.slow_start_ms, d.ramp_started_at, d.rate, d.burst, d.tokens, d.tokens_at,
                d.limited_at,
-               case when d.max_in_flight is null then 0 else courier.traffic_running(d.destination) end as running
+               case when d.max_in_flight is null then 0 else
+                   (select count(*) from courier.jobs j
+                    where j.destination = d.destination and j.state = 'running' and j.gated)
+                   + case when d.origin is null and exists (select 1 from courier.destinations f where f.origin = d.destination)
+                          then courier.traffic_running_sub_keys(d.destination) else 0 end
+               end as running
         from courier.destinations d
         where d.gated and not d.paused
           and not exists (select 1 from courier.breakers b
@@ -467,7 +472,11 @@ begin
         v_deferred := false;
         v_cap := courier.traffic_cap(s.max_in_flight, s.slow_start_ms, s.ramp_started_at, v_clock);
         if v_cap is not null then
-            v_running := courier.traffic_running(s.destination);
+            select count(*) into v_running from courier.jobs j
+            where j.destination = s.destination and j.state = 'running' and j.gated;
+            if s.origin is null and exists (select 1 from courier.destinations f where f.origin = s.destination) then
+                v_running := v_running + courier.traffic_running_sub_keys(s.destination);
+            end if;
             if v_cap - v_running <= v_allow then
                 v_allow := greatest(0, v_cap - v_running);
                 v_limited := true;
@@ -495,7 +504,8 @@ begin
         if v_origin then
             v_o_cap := courier.traffic_cap(o.max_in_flight, o.slow_start_ms, o.ramp_started_at, v_clock);
             if v_o_cap is not null then
-                v_o_running := courier.traffic_running(o.destination);
+                select count(*) + courier.traffic_running_sub_keys(o.destination) into v_o_running from courier.jobs j
+                where j.destination = o.destination and j.state = 'running' and j.gated;
                 if v_o_cap - v_o_running <= v_allow then
                     v_allow := greatest(0, v_o_cap - v_o_running);
                     v_limited := true;
