@@ -69,6 +69,7 @@ if [ "$QUICK" = 1 ]; then
 fi
 REPS="${REPS:-3}"
 ONLY="${ONLY:-pgbench drain http latency memory enqueue enqconc traffic fair}"
+has() { [[ " $ONLY " == *" $1 "* ]]; }
 DRAIN_REPS="${DRAIN_REPS:-$REPS}"
 FAIR_BACKLOG="${FAIR_BACKLOG:-200000}"; FAIR_N="${FAIR_N:-100}"; FAIR_INTERVAL_MS="${FAIR_INTERVAL_MS:-100}"
 TRAFFIC_JOBS="${TRAFFIC_JOBS:-50000}"
@@ -204,7 +205,6 @@ if [ -n "$BASE_BIN" ]; then
   psql -qAtX -d postgres -c "drop database if exists courier_bench_base with (force)" -c "create database courier_bench_base"
   "$BASE_BIN/jobctl" migrate --database-url "dbname=courier_bench_base" > "$RUN_DIR/work/baseline-migrate.log"
 fi
-has() { [[ " $ONLY " == *" $1 "* ]]; }
 # Before a phase that measures single milliseconds, a phase of its own: a checkpoint, then wait
 # (up to a minute, one look a second at pg_stat_activity) until no autovacuum worker is cleaning
 # up after the drains before it. How long it took is its row in RESULTS.md's vmstat table.
