@@ -29,9 +29,9 @@
 --     own is gated while its origin is limited, and the keeper and the claims treat its
 --     jobs as they treat any gated job.
 --   * courier.traffic_running_sub_keys(origin): the running gated jobs of an origin's
---     declared sub-keys, which its cap counts beside its own; looked up only for an origin
---     that has sub-keys (one probe of an index that is empty when no sub-key exists), so
---     the claim of a destination without any costs what it cost before.
+--     declared sub-keys, which its cap counts beside its own; looked up only when some
+--     sub-key is declared (one probe per claim of an index that is empty without them), so
+--     a claim where no sub-key exists costs what it cost before.
 --   * Every sub-key in the queue has a row: a job to an undeclared sub-key (only roles
 --     that may name any destination can enqueue one) declares it (jobs_gate_new), and
 --     resetting a sub-key whose jobs still wait or run keeps a fresh row, so no job leaves
@@ -133,8 +133,8 @@ create trigger destinations_pass_limits_on_delete after delete on courier.destin
     for each row when (old.origin is null) execute function courier.destinations_pass_limits_on();
 
 -- The running gated jobs of an origin's declared sub-keys (what its cap counts beside its
--- own). The claim calls it only for an origin that has sub-keys, so a key without any pays
--- one probe of an empty index, not a function call.
+-- own). The claim calls it only when some sub-key is declared, so a fleet without any pays
+-- one probe of an empty index per claim, not a function call per destination.
 create function courier.traffic_running_sub_keys(p_origin text) returns bigint
     language sql stable
     set search_path to 'pg_catalog', 'pg_temp'
@@ -221,6 +221,9 @@ declare
     v_o_cap     int;
     v_o_running int;
     v_o_tokens  float8;
+    -- Whether any sub-key is declared (one probe of an index that is empty without them):
+    -- only then does an origin's count look for its family.
+    v_sub_keys  boolean := exists (select 1 from courier.destinations f where f.origin is not null);
 begin
     if exists (select 1 from courier.queue_settings q where q.queue = p_queue and q.paused) then
         return;
@@ -230,10 +233,8 @@ begin
                d.limited_at,
                case when d.max_in_flight is null then 0 else
                    (select count(*) from courier.jobs j
-                    where j.destination = d.destination and j.state = 'running' and j.gated)
-                   + case when d.origin is null and exists (select 1 from courier.destinations f where f.origin = d.destination)
-                          then courier.traffic_running_sub_keys(d.destination) else 0 end
-               end as running
+                    where j.destination = d.destination and j.state = 'running' and j.gated) end as running,
+               v_sub_keys and d.max_in_flight is not null and d.origin is null as family
         from courier.destinations d
         where d.gated and not d.paused
           and not exists (select 1 from courier.breakers b
@@ -241,6 +242,10 @@ begin
         order by d.last_claim_at nulls first, d.destination
     loop
         exit when v_left <= 0;
+        -- An origin's cap counts its sub-keys' running jobs too.
+        if c.family then
+            c.running := c.running + courier.traffic_running_sub_keys(c.destination);
+        end if;
         v_clock := clock_timestamp();
         -- At its own limit in this snapshot: pass over it unlocked, noting it (at most once a
         -- second, and only when jobs of this queue wait).
@@ -284,7 +289,7 @@ begin
         if v_cap is not null then
             select count(*) into v_running from courier.jobs j
             where j.destination = s.destination and j.state = 'running' and j.gated;
-            if s.origin is null and exists (select 1 from courier.destinations f where f.origin = s.destination) then
+            if v_sub_keys and s.origin is null then
                 v_running := v_running + courier.traffic_running_sub_keys(s.destination);
             end if;
             if v_cap - v_running <= v_allow then

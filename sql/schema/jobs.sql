@@ -411,6 +411,9 @@ declare
     v_o_cap     int;
     v_o_running int;
     v_o_tokens  float8;
+    -- Whether any sub-key is declared (one probe of an index that is empty without them):
+    -- only then does an origin's count look for its family.
+    v_sub_keys  boolean := exists (select 1 from courier.destinations f where f.origin is not null);
 begin
     if exists (select 1 from courier.queue_settings q where q.queue = p_queue and q.paused) then
         return;
@@ -420,10 +423,8 @@ begin
                d.limited_at,
                case when d.max_in_flight is null then 0 else
                    (select count(*) from courier.jobs j
-                    where j.destination = d.destination and j.state = 'running' and j.gated)
-                   + case when d.origin is null and exists (select 1 from courier.destinations f where f.origin = d.destination)
-                          then courier.traffic_running_sub_keys(d.destination) else 0 end
-               end as running
+                    where j.destination = d.destination and j.state = 'running' and j.gated) end as running,
+               v_sub_keys and d.max_in_flight is not null and d.origin is null as family
         from courier.destinations d
         where d.gated and not d.paused
           and not exists (select 1 from courier.breakers b
@@ -431,6 +432,10 @@ begin
         order by d.last_claim_at nulls first, d.destination
     loop
         exit when v_left <= 0;
+        -- An origin's cap counts its sub-keys' running jobs too.
+        if c.family then
+            c.running := c.running + courier.traffic_running_sub_keys(c.destination);
+        end if;
         v_clock := clock_timestamp();
         -- At its own limit in this snapshot: pass over it unlocked, noting it (at most once a
         -- second, and only when jobs of this queue wait).
@@ -474,7 +479,7 @@ begin
         if v_cap is not null then
             select count(*) into v_running from courier.jobs j
             where j.destination = s.destination and j.state = 'running' and j.gated;
-            if s.origin is null and exists (select 1 from courier.destinations f where f.origin = s.destination) then
+            if v_sub_keys and s.origin is null then
                 v_running := v_running + courier.traffic_running_sub_keys(s.destination);
             end if;
             if v_cap - v_running <= v_allow then
