@@ -221,26 +221,38 @@ import Testing
         }
     }
 
-    /// A schedule the database refuses (a cron expression the parser takes but the
-    /// table's 200-character limit does not): PostgreSQL's detail showed the whole row,
-    /// template and all. The error names the constraint and withholds the row.
+    /// A schedule the database refuses: PostgreSQL's detail showed the whole row, template
+    /// and all. jobctl now refuses an over-long cron expression itself, naming `--cron`
+    /// (CronExpression.maximumLength); a row the table still refuses (here through the store,
+    /// past the parser) gives an error that names the constraint and withholds the row.
     @Test func scheduleConstraintErrorsNeverEchoTheTemplate() throws {
-        try CourierTestDatabase.with { database, _ in
+        try CourierTestDatabase.with { database, db in
             let cron = Array(repeating: "0", count: 120).joined(separator: ",") + " * * * *"
             let arguments = ["schedule", "add", "long", "--cron", cron, "--url", "https://hooks.example/s?api_key=tok-QUERY-2",
                              "--header", "Authorization: Bearer tok-AUTH-2"]
             for extra in [[], ["--json"]] {
                 let result = Self.jobctl(arguments + extra, url: database.url)
                 #expect(result.status == 2, "\(result.out) \(result.err)")
-                #expect(result.err.contains("schedules_cron_check"), "\(result.err)")
-                Self.expectNoSecret(result.out + result.err, "the constraint error")
+                #expect(result.err.contains("--cron: at most 200 characters"), "\(result.err)")
+                Self.expectNoSecret(result.out + result.err, "the refusal")
             }
             let added = Self.jobctl(["schedule", "add", "short", "--every", "1h", "--url", "https://hooks.example/s?api_key=tok-QUERY-3",
                                      "--header", "Authorization: Bearer tok-AUTH-3"], url: database.url)
             #expect(added.status == 0, "\(added.err)")
             let update = Self.jobctl(["schedule", "update", "short", "--cron", cron], url: database.url)
-            #expect(update.status == 2 && update.err.contains("schedules_cron_check"), "\(update.err)")
-            Self.expectNoSecret(update.out + update.err, "the constraint error of an update")
+            #expect(update.status == 2 && update.err.contains("--cron: at most 200 characters"), "\(update.err)")
+            Self.expectNoSecret(update.out + update.err, "the refusal of an update")
+
+            // The table's own check, reached past the parser: the error jobctl would print.
+            let template = #"{"url": "https://hooks.example/s?api_key=tok-QUERY-4", "method": "POST", "#
+                + #""headers": {"Authorization": "Bearer tok-AUTH-4"}}"#
+            do {
+                try SchedulesTable.add(.init(name: "past-the-parser", cron: cron, template: template), on: db)
+                Issue.record("the table took a \(cron.count)-character cron expression")
+            } catch let error as PostgresError {
+                #expect("\(error)".contains("schedules_cron_check"), "\(error)")
+                Self.expectNoSecret("\(error)", "the constraint error")
+            }
         }
     }
 
