@@ -59,6 +59,7 @@ extension Migration {
                   bytes: PackageResources._041_refusals_are_counted_and_bounded_sql),
         Migration(version: 42, name: "0042_one_canonical_destination_at_every_door.sql",
                   bytes: PackageResources._042_one_canonical_destination_at_every_door_sql),
+        Migration(version: 44, name: "0044_trace_context.sql", bytes: PackageResources._044_trace_context_sql),
     ]
 
     init(version: Int, name: String, bytes: [UInt8]) {
