@@ -10,7 +10,11 @@ final class AttemptTracer: Sendable {
     let exporter: SpanExporter
     private let ids: Locked<any RandomNumberGenerator>
 
-    init(spans: AttemptSpans, exporter: SpanExporter, ids: any RandomNumberGenerator = SystemRandomNumberGenerator()) {
+    /// - Parameter ids: the source of trace and span ids. By default a SplitMix64 seeded once from
+    ///   the system's generator: ids must be unique and unpredictable enough for tracing, not
+    ///   secret, and a `getrandom` call per id was three system calls per job.
+    init(spans: AttemptSpans, exporter: SpanExporter,
+         ids: any RandomNumberGenerator = SplitMix64(seed: { var system = SystemRandomNumberGenerator(); return system.next() }())) {
         self.spans = spans
         self.exporter = exporter
         self.ids = Locked(ids)
