@@ -35,6 +35,22 @@ import Testing
         }
     }
 
+    @Test func deadShowPrintsTheKeptContext() throws {
+        try ControlFixture.with { fixture throws in
+            let worker = UUID()
+            var request = EnqueueRequest(url: "https://example.com/d")
+            request.traceparent = Self.traceparent
+            let id = try JobsTable.enqueue(request, on: fixture.db)
+            try fixture.db.query("update courier.jobs set state = 'running', attempt = 1, lease_seq = 1, leased_by = \(worker), lease_expires_at = now() + interval '1 minute' where id = \(id)")
+            try JobsTable.deadLetter([.init(id: id, attempt: 1, lease: 1, reason: .permanent, errorJSON: #"{"class":"client"}"#,
+                                            lastClass: .client, lastStatus: 404)], worker: worker, on: fixture.db)
+            let letter = try fixture.db.query("select id from courier.dead_letters where job_id = \(id)").rows[0].decode(0, as: Int64.self)
+            let shown = fixture.run(["dead", "show", String(letter)])
+            #expect(shown.status == 0 && shown.out.contains("traceparent:     \(Self.traceparent)"), "\(shown)")
+            #expect(try fixture.run(["dead", "show", String(letter), "--json"]).object()["traceparent"] as? String == Self.traceparent)
+        }
+    }
+
     @Test func destinationsOptInAndOut() throws {
         try ControlFixture.with { fixture throws in
             let on = fixture.run(["destination", "set", "https://partner.example", "--propagate-trace", "--json"])
