@@ -517,6 +517,26 @@ if longtx:
     w(f"Held / unimpeded: {ratio(med(held), med(free)):.0%} (aim ≥ 70%: {verdict(ratio(med(held), med(free)) >= 0.7)}).")
     w("")
 
+traced = [r for r in courier if r["bench"] == "drain" and r.get("tag") in ("trace-off", "trace-on")]
+if traced:
+    r0 = traced[0]
+    w("## Tracing (issue 44)")
+    w("")
+    w(f"The drains ({r0['n']:,} jobs, {r0['workers']} × jobworker --concurrency {r0['concurrency']}) with every attempt's span "
+      "exported (`OTEL_TRACES_SAMPLER=always_on`) over OTLP/HTTP to a loopback sink (bench/otlp_sink.py), against tracing off, "
+      "interleaved by repetition (`ONLY=tracing`).")
+    w("")
+    w("| drain | off, jobs/s | traced at 100%, jobs/s | traced / off |")
+    w("|---|---|---|---|")
+    for kind in ("noop", "http"):
+        off = [r["jobs_per_s"] for r in traced if r["kind"] == kind and r["tag"] == "trace-off"]
+        on = [r["jobs_per_s"] for r in traced if r["kind"] == kind and r["tag"] == "trace-on"]
+        if off or on:
+            w(f"| {kind} | {cell(off)} | {cell(on)} | {ratio(med(on), med(off)):.0%} |")
+    w("")
+    w("Aim: at most 10% slower at 100% sampling, and unchanged when off.")
+    w("")
+
 backlog = [r for r in courier if r["bench"] == "backlog"]
 if backlog:
     empty = [r for r in backlog if r["scenario"] == "empty"]

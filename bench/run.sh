@@ -10,6 +10,7 @@
 #                                         #   and soak backlog outage longtx (issue 12; not in the default set:
 #                                         #   at full size they take ~30 + ~10 + ~15 + ~3 min)
 #   ONLY="soak backlog outage longtx" bench/run.sh   # the scale and endurance runs alone
+#   ONLY=tracing bench/run.sh    # issue 44: the no-op and HTTP drains traced at 100% to a loopback OTLP sink, against off
 #
 # Knobs (environment), defaults in brackets:
 #   REPS [3]                 repetitions of every measurement (median reported)
@@ -46,6 +47,7 @@
 #                            other destinations' GETs (loopback, answered after OTHER_DELAY_MS) flow at OTHER_RATE/s
 #   LONGTX_N [$DRAIN_N]  LONGTX_WORKERS [2]  LONGTX_CONC [256]   longtx: the no-op drain with a repeatable-read
 #                            transaction held open across it, against the same drain unimpeded, interleaved
+#   TRACE_N [$DRAIN_N]  TRACE_WORKERS [2]  TRACE_CONC [256]   tracing: the drains' size, workers and --concurrency
 #   PG_PORT [25450]  RUN_DIR [/tmp/courier-bench-run]  PEERS_DIR [<repo>/../shared/bench/peers]
 #   VENV [/tmp/peers-venv]   KEEP_DB=1 leaves the private PostgreSQL running afterwards
 #   BASELINE [unset]         a git revision: its jobworker and jobctl are built too (in BASELINE_DIR
@@ -92,6 +94,7 @@ OUTAGE_WAITING="${OUTAGE_WAITING:-1000000}"; OUTAGE_MINUTES="${OUTAGE_MINUTES:-1
 OUTAGE_CONC="${OUTAGE_CONC:-256}"; OUTAGE_OTHER_RATE="${OUTAGE_OTHER_RATE:-200}"; OUTAGE_OTHER_DELAY_MS="${OUTAGE_OTHER_DELAY_MS:-500}"
 OUTAGE_LEASE="${OUTAGE_LEASE:-10s}"
 LONGTX_N="${LONGTX_N:-$DRAIN_N}"; LONGTX_WORKERS="${LONGTX_WORKERS:-2}"; LONGTX_CONC="${LONGTX_CONC:-256}"
+TRACE_N="${TRACE_N:-$DRAIN_N}"; TRACE_WORKERS="${TRACE_WORKERS:-2}"; TRACE_CONC="${TRACE_CONC:-256}"
 PG_PORT="${PG_PORT:-25450}"
 RUN_DIR="${RUN_DIR:-/tmp/courier-bench-run}"
 PEERS_DIR="${PEERS_DIR:-$ROOT/../shared/bench/peers}"
@@ -353,6 +356,31 @@ if has fair; then
     base fair --backlog "$FAIR_BACKLOG" --jobs "$FAIR_N" --interval-ms "$FAIR_INTERVAL_MS" --reps 1
   done
   say "fair end"
+fi
+
+# ---- 12b. tracing (issue 44): the no-op and HTTP drains with every attempt's span exported
+# (OTEL_TRACES_SAMPLER=always_on) to a loopback OTLP/HTTP sink, against tracing off, interleaved.
+if has tracing; then
+  say "tracing start"
+  python3 "$ROOT/bench/otlp_sink.py" "$RUN_DIR/work/otlp-sink.count" > "$RUN_DIR/work/otlp-sink.port" &
+  SINK_PID=$!
+  for _ in $(seq 1 50); do [ -s "$RUN_DIR/work/otlp-sink.port" ] && break; sleep 0.1; done
+  SINK="http://127.0.0.1:$(head -n 1 "$RUN_DIR/work/otlp-sink.port")"
+  TRACED=(env OTEL_EXPORTER_OTLP_ENDPOINT="$SINK" OTEL_TRACES_SAMPLER=always_on OTEL_BSP_SCHEDULE_DELAY=200)
+  nginx_started=0
+  if ! ss -ltn 2>/dev/null | grep -q '127.0.0.1:18080 '; then
+    mkdir -p "$NGINX_PREFIX"; nginx -c "$RUN_DIR/peers/http/nginx.conf" -p "$NGINX_PREFIX"; sleep 0.5; nginx_started=1
+  fi
+  for rep in $(seq 1 "$REPS"); do
+    say "tracing rep $rep"
+    "${CB[@]}" drain "${COMMON[@]}" --kind noop --jobs "$TRACE_N" --workers "$TRACE_WORKERS" --concurrency "$TRACE_CONC" --reps 1 --tag trace-off
+    "${TRACED[@]}" "${CB[@]}" drain "${COMMON[@]}" --kind noop --jobs "$TRACE_N" --workers "$TRACE_WORKERS" --concurrency "$TRACE_CONC" --reps 1 --tag trace-on
+    "${CB[@]}" drain "${COMMON[@]}" --kind http --url http://127.0.0.1:18080/ok --jobs "$TRACE_N" --workers "$TRACE_WORKERS" --concurrency "$TRACE_CONC" --reps 1 --tag trace-off
+    "${TRACED[@]}" "${CB[@]}" drain "${COMMON[@]}" --kind http --url http://127.0.0.1:18080/ok --jobs "$TRACE_N" --workers "$TRACE_WORKERS" --concurrency "$TRACE_CONC" --reps 1 --tag trace-on
+  done
+  [ "$nginx_started" = 1 ] && nginx -c "$RUN_DIR/peers/http/nginx.conf" -p "$NGINX_PREFIX" -s quit
+  kill -TERM "$SINK_PID"; wait "$SINK_PID" 2>/dev/null || true
+  say "tracing end: the sink took $(cat "$RUN_DIR/work/otlp-sink.count" 2>/dev/null || echo '? ?') (exports bytes)"
 fi
 
 # ---- 13. scale and endurance (issue 12). Sizes and durations from the SOAK_/BACKLOG_/OUTAGE_/LONGTX_ knobs.

@@ -59,10 +59,12 @@ FAMILIES = [
     {
         "file": "domains.sql",
         "about": "the value types (domains) that columns across the tables share, with their checks, "
-                 "and the functions those checks call (headers, secret names).",
+                 "and the functions those checks call (headers, secret names, W3C trace context).",
         "objects": ["destination_key", "header_map", "http_method", "http_url", "idempotency_key",
-                    "job_kind", "media_type", "queue_name", "request_body", "secret_name", "unique_key"],
-        "functions": ["is_secret_name", "check_headers", "headers_plainly_valid"],
+                    "job_kind", "media_type", "queue_name", "request_body", "secret_name", "traceparent",
+                    "tracestate", "unique_key"],
+        "functions": ["is_secret_name", "check_headers", "headers_plainly_valid", "is_traceparent", "is_tracestate",
+                      "traceparent_rule", "tracestate_rule"],
         "prefixes": [],
     },
     {

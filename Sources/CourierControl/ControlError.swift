@@ -36,6 +36,8 @@ enum JobctlFlags {
         case "timeout_ms": "--timeout"
         case "expect_content_type": "--expect-content-type"
         case "signing_secret": "--signing-secret"
+        case "traceparent": "--traceparent"
+        case "tracestate": "--tracestate"
         default: field
         }
     }

@@ -86,6 +86,9 @@ extension Jobctl {
             lines.append("signed with:     secret \(secret) (\(signingSourceText(from)))")
         }
         if let worker = letter.worker { lines.append("worker:          \(worker)") }
+        if let traceparent = letter.traceparent {
+            lines.append("traceparent:     \(traceparent)" + (letter.tracestate.map { " (tracestate \($0))" } ?? ""))
+        }
         if let deadline = letter.deadline { lines.append("deadline:        \(Timestamp.format(deadline))") }
         if let replayed = letter.replayedAt {
             lines.append("replayed:        \(Timestamp.format(replayed)) as job \(letter.replayJobID.map(String.init) ?? "?")")

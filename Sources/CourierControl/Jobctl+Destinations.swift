@@ -27,7 +27,8 @@ extension Jobctl {
         changes.burst = traffic.burst
         changes.slowStartMilliseconds = traffic.slowStartMilliseconds
         changes.retryBudgetPercent = traffic.retryBudgetPercent
-        let stored = try withDatabase(command, io: io) { try $0.destinationMerge(changes) }
+        let propagate: Bool? = command.flag("propagate-trace") ? true : command.flag("no-propagate-trace") ? false : nil
+        let stored = try withDatabase(command, io: io) { try $0.destinationMerge(changes, propagateTrace: propagate) }
         if command.flag("json") {
             try io.printJSON(stored)
         } else {
@@ -84,9 +85,11 @@ extension Jobctl {
     }
 
     private static func policyTable(_ rows: [DestinationsTable.Policy]) -> String {
-        var table = TextTable(["DESTINATION", "MAX", "RATE", "BURST", "SLOW_START", "RETRY_BUDGET", "PAUSED", "SIGNING_SECRET", "UPDATED"])
+        var table = TextTable(["DESTINATION", "MAX", "RATE", "BURST", "SLOW_START", "RETRY_BUDGET", "PAUSED", "SIGNING_SECRET",
+                               "PROPAGATE_TRACE", "UPDATED"])
         for row in rows {
-            table.add([row.destination] + limitCells(row) + [row.signingSecret ?? "-", row.updatedAt.map(Timestamp.format) ?? "-"])
+            table.add([row.destination] + limitCells(row)
+                      + [row.signingSecret ?? "-", row.propagateTrace ? "yes" : "no", row.updatedAt.map(Timestamp.format) ?? "-"])
         }
         return table.render()
     }

@@ -27,6 +27,9 @@ extension Jobctl {
         if let runAt = job.runAt { lines.append("run at:          \(Timestamp.format(runAt))") }
         if let deadline = job.deadline { lines.append("deadline:        \(Timestamp.format(deadline))") }
         if let unique = job.uniqueKey { lines.append("unique key:      \(unique)") }
+        if let traceparent = job.traceparent {
+            lines.append("traceparent:     \(traceparent)" + (job.tracestate.map { " (tracestate \($0))" } ?? ""))
+        }
         if let secret = job.signingSecret, let from = job.signingSecretFrom {
             lines.append("signed with:     secret \(secret) (\(signingSourceText(from)))")
         }

@@ -61,6 +61,11 @@ extension JobctlCommands {
                     signing secret of their own with the secret NAME (read by each \
                     worker from COURIER_SECRET_NAME or its --secrets-dir). A job's own \
                     --signing-secret wins.
+
+                    --propagate-trace sends the destination's requests with the W3C \
+                    traceparent (the attempt's span as parent) and tracestate headers \
+                    of the job's trace context; --no-propagate-trace stops it. Off by \
+                    default: a partner may not want to see them.
                     """,
                 arguments: [
                     destination,
@@ -72,6 +77,8 @@ extension JobctlCommands {
                     .option("retry-budget", value: "PERCENT", help: "Retries at most this share of recent requests, 0 to 100 (20 or 20%)."),
                     .option("signing-secret", value: "NAME",
                             help: "The default signing secret NAME of the destination's jobs."),
+                    .flag("propagate-trace", help: "Send traceparent and tracestate headers on the destination's requests."),
+                    .flag("no-propagate-trace", help: "Stop sending them (the default)."),
                     json,
                 ],
                 examples: [
@@ -79,7 +86,8 @@ extension JobctlCommands {
                     "jobctl destination pause https://api.partner.example",
                     "jobctl destination set https://partner.example.com \\\n    --signing-secret PARTNER_WEBHOOKS",
                 ],
-                constraints: [.atLeastOne(of: trafficPolicyFlags + ["signing-secret"])]),
+                constraints: [.atLeastOne(of: trafficPolicyFlags + ["signing-secret", "propagate-trace", "no-propagate-trace"]),
+                              .conflicts("propagate-trace", with: ["no-propagate-trace"])]),
             CommandSpec(
                 name: "reset",
                 abstract: "Clear a destination's whole policy (limits, pause, signing secret); exit 3 when it had none.",

@@ -153,6 +153,9 @@ public enum JobctlCommands {
                     help: "Treat a 2xx response of another content type as 'invalid_response', e.g. application/json."),
             .option("signing-secret", value: "NAME",
                     help: "Sign each attempt with the secret NAME (Standard Webhooks); the destination's default when not given."),
+            .option("traceparent", value: "TRACEPARENT",
+                    help: "The W3C traceparent of the span enqueuing the job (00-TRACEID-SPANID-FLAGS): its attempts' spans link to it."),
+            .option("tracestate", value: "TRACESTATE", help: "The W3C tracestate that goes with --traceparent."),
             json,
         ],
         examples: [
@@ -163,7 +166,7 @@ public enum JobctlCommands {
         ],
         constraints: [
             .atLeastOne(of: ["url", "ndjson"]),
-            .conflicts("ndjson", with: enqueuePerJobFlags),
+            .conflicts("ndjson", with: enqueuePerJobFlags + ["traceparent", "tracestate"]),
         ]
     )
 

@@ -3,7 +3,7 @@ import CCurl
 import Foundation
 
 /// libcurl's global state is set up once per process, before any handle exists.
-private let curlGlobalSetup: CURLcode = curl_global_init(Int(CURL_GLOBAL_ALL))
+let curlGlobalSetup: CURLcode = curl_global_init(Int(CURL_GLOBAL_ALL))
 
 /// Owns a CURLM multi handle and the one thread that drives it (a transport has one
 /// or more of these, see `CurlTransport.Configuration.driverThreads`).

@@ -44,6 +44,21 @@ public struct ClaimedJob: Sendable, Equatable {
     public var refusals: Int
     /// When the first of those refusals happened (nil without any).
     public var refusedSince: Date?
+    /// The W3C `traceparent` the job was enqueued with (its enqueuing span), if any.
+    public var traceparent: String?
+    /// The W3C `tracestate` that goes with ``traceparent``.
+    public var tracestate: String?
+    /// When the job became due (`run_at`): the time it waited before this attempt is measured from it.
+    public var runAt: Date?
+    /// The `traceparent` of the previous attempt's span, as recorded in its error entry
+    /// (`errors[-1].traceparent`); nil for a first attempt or one whose attempt was not traced.
+    public var previousAttemptTraceparent: String?
+
+    /// Set by the worker when the job's destination opted in to trace propagation
+    /// (`jobctl destination set D --propagate-trace`): the `traceparent` and `tracestate`
+    /// headers the request carries. Not stored.
+    public var outboundTraceparent: String?
+    public var outboundTracestate: String?
 
     /// Set by the worker on the job of a breaker's half-open probe, which is sent although
     /// its destination is held back (it is how the destination gets tested). Not stored.
@@ -58,7 +73,8 @@ public struct ClaimedJob: Sendable, Equatable {
                 expectContentType: String? = nil, idempotencyKey: String? = nil, argsJSON: String? = nil,
                 lastDelayMilliseconds: Int64? = nil, cancelRequested: Bool = false, createdAt: Date? = nil,
                 signingSecret: String? = nil, destinationSigningSecret: String? = nil, lease: Int64? = nil,
-                refusals: Int = 0, refusedSince: Date? = nil) {
+                refusals: Int = 0, refusedSince: Date? = nil, traceparent: String? = nil, tracestate: String? = nil,
+                runAt: Date? = nil, previousAttemptTraceparent: String? = nil) {
         // A job built by hand (tests, tools) without a token gets its attempt number as one.
         self.lease = lease ?? Int64(attempt)
         self.createdAt = createdAt
@@ -84,6 +100,10 @@ public struct ClaimedJob: Sendable, Equatable {
         self.destinationSigningSecret = destinationSigningSecret
         self.refusals = refusals
         self.refusedSince = refusedSince
+        self.traceparent = traceparent
+        self.tracestate = tracestate
+        self.runAt = runAt
+        self.previousAttemptTraceparent = previousAttemptTraceparent
     }
 
     /// A claim's statement around `claimed`, a statement whose rows are claimed
@@ -114,7 +134,7 @@ public struct ClaimedJob: Sendable, Equatable {
         j.body, j.timeout_ms, j.expect_content_type, j.idempotency_key, j.args::text, j.last_delay_ms,
         j.cancel_requested_at is not null, j.created_at, j.signing_secret,
         \(SigningSecretChoice.destinationDefaultSQL(for: "j.destination")), j.lease_seq,
-        \(refusalRunSQL)
+        \(refusalRunSQL), j.traceparent, j.tracestate, j.run_at, j.errors -> -1 ->> 'traceparent'
         """
 
     /// The job's current run of refusals: its count and start, or 0 and NULL when an attempt
@@ -138,7 +158,9 @@ public struct ClaimedJob: Sendable, Equatable {
             cancelRequested: try row.decode(16, as: Bool.self), createdAt: try row.decode(17, as: Date?.self),
             signingSecret: try row.decode(18, as: String?.self), destinationSigningSecret: try row.decode(19, as: String?.self),
             lease: try row.decode(20, as: Int64.self),
-            refusals: try row.decode(21, as: Int.self), refusedSince: try row.decode(22, as: Date?.self)
+            refusals: try row.decode(21, as: Int.self), refusedSince: try row.decode(22, as: Date?.self),
+            traceparent: try row.decode(23, as: String?.self), tracestate: try row.decode(24, as: String?.self),
+            runAt: try row.decode(25, as: Date?.self), previousAttemptTraceparent: try row.decode(26, as: String?.self)
         )
     }
 }

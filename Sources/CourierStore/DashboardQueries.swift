@@ -251,7 +251,7 @@ public enum DashboardQueries {
                                          \(q.before?.id)::bigint))
             order by failed_at desc, id desc limit \(q.limit + 1)
             """)
-        let rows = try connection.query(query).rows.map { (try DeadLettersTable.decode($0), try $0.decode(23, as: Int64.self)) }
+        let rows = try connection.query(query).rows.map { (try DeadLettersTable.decode($0), try $0.decode(DeadLettersTable.columnCount, as: Int64.self)) }
         let page = rows.prefix(q.limit)
         let next = rows.count > q.limit ? page.last.map { (failedAtMicros: $0.1, id: $0.0.id) } : nil
         let letters = page.map(\.0)

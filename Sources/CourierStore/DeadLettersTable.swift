@@ -61,6 +61,9 @@ public enum DeadLettersTable {
         /// job's own or its destination's default (as it is now: a replay would use it).
         public var signingSecret: String? = nil
         public var signingSecretFrom: SigningSecretChoice.Source? = nil
+        /// The W3C trace context the job was enqueued with; a replay carries it on.
+        public var traceparent: String? = nil
+        public var tracestate: String? = nil
 
         enum CodingKeys: String, CodingKey {
             case id, jobID = "job_id", reason, queue, destination, method, url, headers, body
@@ -68,14 +71,18 @@ public enum DeadLettersTable {
             case lastClass = "last_class", lastStatus = "last_status", worker, errors, createdAt = "created_at"
             case failedAt = "failed_at", replayedAt = "replayed_at", replayJobID = "replay_job_id"
             case signingSecret = "signing_secret", signingSecretFrom = "signing_secret_from"
+            case traceparent, tracestate
         }
     }
 
     static let columns = """
         id, job_id, reason, queue, destination, method, url, headers::text, body, idempotency_key, attempt, max_attempts,
         deadline, last_class, last_status, worker, errors::text, created_at, failed_at, replayed_at, replay_job_id,
-        signing_secret, \(SigningSecretChoice.destinationDefaultSQL(for: "dead_letters.destination"))
+        signing_secret, \(SigningSecretChoice.destinationDefaultSQL(for: "dead_letters.destination")), traceparent, tracestate
         """
+
+    /// How many columns ``columns`` selects (callers may select more after them).
+    static let columnCount = 25
 
     static func decode(_ row: PostgresRow) throws -> Letter {
         var letter = Letter(
@@ -94,6 +101,8 @@ public enum DeadLettersTable {
                                                 destinationDefault: try row.decode(22, as: String?.self))
         letter.signingSecret = choice?.name
         letter.signingSecretFrom = choice?.source
+        letter.traceparent = try row.decode(23, as: String?.self)
+        letter.tracestate = try row.decode(24, as: String?.self)
         return letter
     }
 

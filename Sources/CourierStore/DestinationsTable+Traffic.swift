@@ -48,15 +48,16 @@ extension DestinationsTable {
         try connection.query("""
             select destination, signing_secret, max_in_flight, rate, burst, slow_start_ms, retry_budget_pct, paused,
                    updated_at, in_flight, waiting, recent_per_second, breaker_state, claimed_total, slot_waits, token_waits,
-                   retries_deferred, limited_at
-            from courier.destination_overview()
+                   retries_deferred, limited_at,
+                   coalesce((select d.propagate_trace from courier.destinations d where d.destination = o.destination), false)
+            from courier.destination_overview() o
             """).rows.map { row in
             Overview(
                 policy: Policy(destination: try row.decode(0, as: String.self), signingSecret: try row.decode(1, as: String?.self),
                                maxInFlight: try row.decode(2, as: Int?.self), ratePerSecond: try row.decode(3, as: Double?.self),
                                burst: try row.decode(4, as: Int?.self), slowStartMilliseconds: try row.decode(5, as: Int64?.self),
                                retryBudgetPercent: try row.decode(6, as: Double?.self), paused: try row.decode(7, as: Bool.self),
-                               updatedAt: try row.decode(8, as: Date?.self)),
+                               propagateTrace: try row.decode(18, as: Bool.self), updatedAt: try row.decode(8, as: Date?.self)),
                 inFlight: try row.decode(9, as: Int.self), waiting: try row.decode(10, as: Int.self),
                 recentPerSecond: try row.decode(11, as: Double.self), breakerState: try row.decode(12, as: String.self),
                 claimed: try row.decode(13, as: Int.self), slotWaits: try row.decode(14, as: Int.self),

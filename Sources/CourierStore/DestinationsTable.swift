@@ -25,12 +25,14 @@ public enum DestinationsTable {
         /// Retries at most this share (0–100) of the last minute's requests.
         public var retryBudgetPercent: Double?
         public var paused: Bool
+        /// Whether the destination's requests carry `traceparent` and `tracestate` (opt-in).
+        public var propagateTrace: Bool
         public var createdAt: Date?
         public var updatedAt: Date?
 
         public init(destination: String, signingSecret: String? = nil, maxInFlight: Int? = nil, ratePerSecond: Double? = nil,
                     burst: Int? = nil, slowStartMilliseconds: Int64? = nil, retryBudgetPercent: Double? = nil,
-                    paused: Bool = false, createdAt: Date? = nil, updatedAt: Date? = nil) {
+                    paused: Bool = false, propagateTrace: Bool = false, createdAt: Date? = nil, updatedAt: Date? = nil) {
             self.destination = destination
             self.signingSecret = signingSecret
             self.maxInFlight = maxInFlight
@@ -39,6 +41,7 @@ public enum DestinationsTable {
             self.slowStartMilliseconds = slowStartMilliseconds
             self.retryBudgetPercent = retryBudgetPercent
             self.paused = paused
+            self.propagateTrace = propagateTrace
             self.createdAt = createdAt
             self.updatedAt = updatedAt
         }
@@ -54,7 +57,7 @@ public enum DestinationsTable {
         enum CodingKeys: String, CodingKey {
             case destination, signingSecret = "signing_secret", maxInFlight = "max_in_flight", ratePerSecond = "rate_per_second",
                  burst, slowStartMilliseconds = "slow_start_ms", retryBudgetPercent = "retry_budget_percent", paused,
-                 createdAt = "created_at", updatedAt = "updated_at"
+                 propagateTrace = "propagate_trace", createdAt = "created_at", updatedAt = "updated_at"
         }
 
         public func encode(to encoder: any Encoder) throws {
@@ -68,6 +71,7 @@ public enum DestinationsTable {
             try c.encode(slowStartMilliseconds, forKey: .slowStartMilliseconds)
             try c.encode(retryBudgetPercent, forKey: .retryBudgetPercent)
             try c.encode(paused, forKey: .paused)
+            try c.encode(propagateTrace, forKey: .propagateTrace)
             try c.encodeIfPresent(createdAt, forKey: .createdAt)
             try c.encodeIfPresent(updatedAt, forKey: .updatedAt)
         }
@@ -80,7 +84,8 @@ public enum DestinationsTable {
     }
 
     static let columns = """
-        destination, signing_secret, max_in_flight, rate, burst, slow_start_ms, retry_budget_pct, paused, created_at, updated_at
+        destination, signing_secret, max_in_flight, rate, burst, slow_start_ms, retry_budget_pct, paused, created_at, updated_at,
+        propagate_trace
         """
 
     /// Every destination's row, by destination.
@@ -93,14 +98,16 @@ public enum DestinationsTable {
     /// keeps the destination's other fields, through `courier.destination_set` (which
     /// normalises the destination as enqueue derives it: a URL becomes scheme://host:port,
     /// and refuses bad values with 22023 naming the field). `changes.paused` is ignored:
-    /// see ``setPaused(destination:_:on:)``. Returns the row afterwards.
-    public static func merge(_ changes: Policy, clear: [Field] = [], on connection: PostgresConnection) throws -> Policy {
+    /// see ``setPaused(destination:_:on:)``; `changes.propagateTrace` is ignored too: `propagateTrace`
+    /// sets it (nil keeps it). Returns the row afterwards.
+    public static func merge(_ changes: Policy, clear: [Field] = [], propagateTrace: Bool? = nil,
+                             on connection: PostgresConnection) throws -> Policy {
         let rows = try connection.query(PostgresQuery(unsafeSQL: """
             select \(columns) from courier.destination_set(destination => $1::text, signing_secret => $2::text,
                 max_in_flight => $3::int, rate => $4::float8, burst => $5::int, slow_start_ms => $6::bigint,
-                retry_budget_pct => $7::float8, clear => $8::text[])
+                retry_budget_pct => $7::float8, clear => $8::text[], propagate_trace => $9::boolean)
             """, binds: [changes.destination, changes.signingSecret, changes.maxInFlight, changes.ratePerSecond, changes.burst,
-                         changes.slowStartMilliseconds, changes.retryBudgetPercent, clear.map(\.rawValue)]))
+                         changes.slowStartMilliseconds, changes.retryBudgetPercent, clear.map(\.rawValue), propagateTrace]))
         guard let row = rows.rows.first else {
             throw PostgresError(kind: .protocolViolation, message: "courier.destination_set returned no row")
         }
@@ -129,6 +136,14 @@ public enum DestinationsTable {
                maxInFlight: try row.decode(2, as: Int?.self), ratePerSecond: try row.decode(3, as: Double?.self),
                burst: try row.decode(4, as: Int?.self), slowStartMilliseconds: try row.decode(5, as: Int64?.self),
                retryBudgetPercent: try row.decode(6, as: Double?.self), paused: try row.decode(7, as: Bool.self),
+               propagateTrace: try row.decode(10, as: Bool.self),
                createdAt: try row.decode(8, as: Date?.self), updatedAt: try row.decode(9, as: Date?.self))
+    }
+
+    /// The destinations whose requests carry trace context (`propagate_trace`), read by
+    /// workers every few seconds with the queue settings, so no claim reads more per job.
+    public static func propagatingTrace(on connection: PostgresConnection) throws -> [String] {
+        try connection.query("select destination from courier.destinations where propagate_trace order by destination")
+            .rows.map { try $0.decode(0, as: String.self) }
     }
 }

@@ -6,6 +6,7 @@ extension EnqueueRequest {
     public static let jsonFieldNames = [
         "url", "method", "headers", "body", "queue", "priority", "run_at", "max_attempts", "deadline",
         "idempotency_key", "unique_key", "destination", "timeout_ms", "expect_content_type", "signing_secret",
+        "traceparent", "tracestate",
     ]
 
     /// The keys an NDJSON line may carry: the parameters of `courier.enqueue`.
@@ -73,6 +74,8 @@ extension EnqueueRequest {
             case "timeout_ms": timeoutMilliseconds = try Self.integer(value, field: key, reader: reader)
             case "expect_content_type": expectContentType = try Self.optionalString(value, field: key)
             case "signing_secret": signingSecret = try Self.optionalString(value, field: key)
+            case "traceparent": traceparent = try Self.optionalString(value, field: key)
+            case "tracestate": tracestate = try Self.optionalString(value, field: key)
             default: break
             }
         }

@@ -65,6 +65,11 @@ extension EnqueueRequest {
         if let signingSecret, !Self.isSecretName(signingSecret) {
             throw ValidationError(field: "signing_secret", message: Self.secretNameRule)
         }
+        if let traceparent { _ = try TraceContext.parse(traceparent: traceparent) }
+        if let tracestate {
+            if traceparent == nil { throw ValidationError(field: "tracestate", message: "needs a traceparent") }
+            try TraceContext.validate(tracestate: tracestate)
+        }
     }
 
     private var customIdempotencyKey: String? {

@@ -42,6 +42,11 @@ public struct EnqueueRequest: Sendable, Equatable {
     /// The NAME of the secret that signs each attempt (Standard Webhooks), resolved by the
     /// worker like header secrets; `nil` uses the destination's default, if any.
     public var signingSecret: String?
+    /// The W3C `traceparent` of the span the job was enqueued in (``TraceContext``): each
+    /// attempt's span links to it. Nil: none (SQL callers may `set local courier.traceparent`).
+    public var traceparent: String?
+    /// The W3C `tracestate` that goes with ``traceparent``.
+    public var tracestate: String?
 
     public init(url: String) {
         self.url = url
@@ -54,7 +59,7 @@ public struct EnqueueRequest: Sendable, Equatable {
             && lhs.maxAttempts == rhs.maxAttempts && lhs.deadline == rhs.deadline && lhs.idempotencyKey == rhs.idempotencyKey
             && lhs.uniqueKey == rhs.uniqueKey && lhs.destination == rhs.destination
             && lhs.timeoutMilliseconds == rhs.timeoutMilliseconds && lhs.expectContentType == rhs.expectContentType
-            && lhs.signingSecret == rhs.signingSecret
+            && lhs.signingSecret == rhs.signingSecret && lhs.traceparent == rhs.traceparent && lhs.tracestate == rhs.tracestate
     }
 }
 

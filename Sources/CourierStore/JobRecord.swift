@@ -50,6 +50,9 @@ public struct JobRecord: Sendable, Equatable, Encodable {
     /// For a waiting job that workers refused because their configuration cannot run it: the
     /// refusals in a row since its last real attempt, since when, and the last reason.
     public var refusal: Refusal? = nil
+    /// For a waiting or running job: the W3C `traceparent` it was enqueued with, and its `tracestate`.
+    public var traceparent: String? = nil
+    public var tracestate: String? = nil
 
     /// Why workers keep handing a job back (``refusal``).
     public struct Refusal: Sendable, Equatable, Encodable {
@@ -79,7 +82,7 @@ public struct JobRecord: Sendable, Equatable, Encodable {
         case durationMilliseconds = "duration_ms"
         case signingSecret = "signing_secret", signingSecretFrom = "signing_secret_from"
         case deadLetterID = "dead_letter_id"
-        case refusal
+        case refusal, traceparent, tracestate
     }
 
     /// The fields the succeeded-jobs archive does not keep (see ``archivedFieldsOnly``).
@@ -123,6 +126,8 @@ public struct JobRecord: Sendable, Equatable, Encodable {
         try c.encodeIfPresent(signingSecretFrom, forKey: .signingSecretFrom)
         try c.encodeIfPresent(deadLetterID, forKey: .deadLetterID)
         try c.encodeIfPresent(refusal, forKey: .refusal)
+        try c.encodeIfPresent(traceparent, forKey: .traceparent)
+        try c.encodeIfPresent(tracestate, forKey: .tracestate)
     }
 
 

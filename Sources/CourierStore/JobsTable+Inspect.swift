@@ -22,7 +22,7 @@ extension JobsTable {
         headers::text, idempotency_key, unique_key, timeout_ms, expect_content_type, created_at, errors::text,
         leased_by::text, lease_expires_at, cancel_requested_at, held_since, signing_secret,
         \(SigningSecretChoice.destinationDefaultSQL(for: "jobs.destination")),
-        case when refused_attempt = attempt then refusals else 0 end, refused_since, refusal
+        case when refused_attempt = attempt then refusals else 0 end, refused_since, refusal, traceparent, tracestate
         """
 
     static func decodeWaiting(_ row: PostgresRow) throws -> JobRecord {
@@ -57,6 +57,8 @@ extension JobsTable {
            let since = try row.decode(26, as: Date?.self), let reason = try row.decode(27, as: String?.self) {
             record.refusal = JobRecord.Refusal(count: count, since: since, reason: reason)
         }
+        record.traceparent = try row.decode(28, as: String?.self)
+        record.tracestate = try row.decode(29, as: String?.self)
         return record
     }
 

@@ -61,6 +61,7 @@ extension Migration {
                   bytes: PackageResources._042_one_canonical_destination_at_every_door_sql),
         Migration(version: 43, name: "0043_an_origins_limits_cover_its_sub_keys.sql",
                   bytes: PackageResources._043_an_origins_limits_cover_its_sub_keys_sql),
+        Migration(version: 44, name: "0044_trace_context.sql", bytes: PackageResources._044_trace_context_sql),
     ]
 
     init(version: Int, name: String, bytes: [UInt8]) {

@@ -39,7 +39,8 @@ public struct ScheduleTemplate: Sendable, Equatable {
     }
 
     /// Fields a template may not carry, because each run sets them.
-    public static let runFields: Set<String> = ["run_at", "deadline", "idempotency_key"]
+    /// (`traceparent` and `tracestate` too: a run has no enqueuing span to link to.)
+    public static let runFields: Set<String> = ["run_at", "deadline", "idempotency_key", "traceparent", "tracestate"]
     /// The fields of a handler job.
     public static let handlerFields: Set<String> = [
         "kind", "args", "queue", "priority", "max_attempts", "unique_key", "destination", "timeout_ms", "within_ms",
@@ -62,6 +63,9 @@ public struct ScheduleTemplate: Sendable, Equatable {
             throw ValidationError(field: "template", message: "must be a JSON object")
         }
         if let field = object.keys.filter({ Self.runFields.contains($0) }).sorted().first {
+            if field.hasPrefix("trace") {
+                throw ValidationError(field: field, message: "is not kept by schedules: a run has no enqueuing span; leave it out of a schedule's job")
+            }
             throw ValidationError(field: field, message: "is set by each run (its slot, within_ms, and the key schedule:NAME:SLOT); leave it out of a schedule's job")
         }
         var within: Int64?

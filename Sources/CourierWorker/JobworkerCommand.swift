@@ -106,6 +106,13 @@ public enum JobworkerCommand {
                    defaultValue: Logger.Format.logfmt.rawValue, allowedValues: names(Logger.Format.self)),
             option("log-level", value: "LEVEL", help: "The least severe level that is logged.",
                    defaultValue: Logger.Level.info.flagName, allowedValues: Logger.Level.allCases.map(\.flagName)),
+            option("otlp-endpoint", value: "URL",
+                   help: "Export a span per attempt over OTLP/HTTP (protobuf) to this collector base URL (/v1/traces is appended), as OTEL_EXPORTER_OTLP_ENDPOINT does; it wins over the OTEL_* endpoints. Off when neither is set. The other OTEL_* variables apply (docs/tracing.md)."),
+            option("trace-sample-ratio", value: "R",
+                   help: "Record this share of traces, 0 to 1 (parentbased_traceidratio); OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG otherwise, else every trace."),
+            .flag("trace-child-of-enqueue",
+                  help: "Make each attempt's span a child of the span the job was enqueued in, not only linked to it.",
+                  environmentVariable: environmentVariable(for: "trace-child-of-enqueue")),
             .flag("allow-private-networks",
                   help: "Allow destinations on loopback, private, link-local and unique-local addresses, which are refused by default.",
                   environmentVariable: environmentVariable(for: "allow-private-networks")),
@@ -172,6 +179,13 @@ extension WorkerConfiguration {
         metricsAddress = command.value("metrics-addr")
         secretsDirectory = command.value("secrets-dir")
         allowPrivateNetworks = command.flag("allow-private-networks")
+        let ratio = try command.double("trace-sample-ratio", range: 0...1)
+        do throws(ValidationError) {
+            tracing = try TracingConfiguration.read(environment: environment, endpointFlag: command.value("otlp-endpoint"),
+                                                    sampleRatioFlag: ratio, childOfEnqueue: command.flag("trace-child-of-enqueue"))
+        } catch {
+            throw UsageError(code: .invalidValue, field: error.field, message: error.message, commandPath: ["jobworker"])
+        }
     }
 }
 

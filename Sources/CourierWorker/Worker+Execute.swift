@@ -31,13 +31,17 @@ extension Worker {
         let marksAtStart: WorkerStateMachine.Marks
         let startedAt: Date
         let began: ContinuousClock.Instant
+        /// The attempt's span, when the worker traces (nil otherwise: nothing is built).
+        let trace: AttemptSpans.Started?
 
-        init(lease: Lease, job: ClaimedJob, marksAtStart: WorkerStateMachine.Marks, startedAt: Date, began: ContinuousClock.Instant) {
+        init(lease: Lease, job: ClaimedJob, marksAtStart: WorkerStateMachine.Marks, startedAt: Date, began: ContinuousClock.Instant,
+             trace: AttemptSpans.Started? = nil) {
             self.lease = lease
             self.job = job
             self.marksAtStart = marksAtStart
             self.startedAt = startedAt
             self.began = began
+            self.trace = trace
         }
     }
 
@@ -72,7 +76,6 @@ extension Worker {
             break
         }
         let startedAt = clock.now()
-        let attempt = Attempt(lease: lease, job: job, marksAtStart: marksAtStart, startedAt: startedAt, began: clock.instant())
         if let deadline = job.deadline, deadline <= startedAt {
             let classification = Classification(succeeded: false, errorClass: nil, message: "the deadline passed before the attempt",
                                                 mayHaveBeenDelivered: false, retryable: false)
@@ -87,6 +90,19 @@ extension Worker {
             finish(lease)
             return .over
         }
+        let trace = tracer?.start(job, now: startedAt)
+        if job.kind == "http", propagation.propagates(job.destination) {
+            // The attempt's span is the next hop's parent; without tracing the enqueuing context goes on as it is.
+            if let trace {
+                job.outboundTraceparent = trace.context.traceparent
+                job.outboundTracestate = job.tracestate
+            } else if let traceparent = job.traceparent {
+                job.outboundTraceparent = traceparent
+                job.outboundTracestate = job.tracestate
+            }
+        }
+        let attempt = Attempt(lease: lease, job: job, marksAtStart: marksAtStart, startedAt: startedAt, began: clock.instant(),
+                              trace: trace)
         if job.cancelRequested {
             return .decided(attempt, Classification(succeeded: false, errorClass: .cancelled, message: "cancelled by an operator",
                                                     mayHaveBeenDelivered: false, retryable: false))
@@ -119,11 +135,19 @@ extension Worker {
             acknowledge(.handBack(id: job.id, lease: job.lease))
             metrics.recordWithheld()
             if logger.isEnabled(.debug) { logJob(job, "job withheld: its destination is held back", classification, []) }
+            if let trace = attempt.trace {
+                tracer?.finish(trace, job: job, classification: classification,
+                               end: .handedBack(reason: "the destination is held back (breaker or pause): no attempt used"), now: clock.now())
+            }
             finish(lease)
             return
         }
         if classification.refusedByConfiguration, !cancelledByOperator, !abortedByShutdown {
             if refuseHere(job, &classification, probeGeneration: ended.probeGeneration) {
+                if let trace = attempt.trace {
+                    tracer?.finish(trace, job: job, classification: classification,
+                                   end: .handedBack(reason: "refused by this worker's configuration: no attempt used"), now: clock.now())
+                }
                 finish(lease)
                 return
             }
@@ -148,7 +172,8 @@ extension Worker {
             breakerReporter.note(job.destination, classification)
         }
         record(job, classification, startedAt: attempt.startedAt, elapsed: elapsed,
-               cancelledByOperator: cancelledByOperator, abortedByShutdown: abortedByShutdown, abortedByFence: abortedByFence)
+               cancelledByOperator: cancelledByOperator, abortedByShutdown: abortedByShutdown, abortedByFence: abortedByFence,
+               trace: attempt.trace)
         finish(lease)
     }
 
@@ -172,7 +197,8 @@ extension Worker {
 
     /// Turns one attempt's classification into its decision and queues the write.
     func record(_ job: ClaimedJob, _ classification: Classification, startedAt: Date, elapsed: Duration,
-                        cancelledByOperator: Bool, abortedByShutdown: Bool, abortedByFence: Bool = false) {
+                        cancelledByOperator: Bool, abortedByShutdown: Bool, abortedByFence: Bool = false,
+                        trace: AttemptSpans.Started? = nil) {
         let durationMs = Int(elapsed.milliseconds)
         metrics.recordAttempt(classification, queue: job.queue, duration: elapsed)
         let statsKey = AttemptStatsTable.Key(queue: job.queue, destination: job.destination,
@@ -183,6 +209,7 @@ extension Worker {
                                        durationMilliseconds: durationMs)))
             metrics.recordSuccess(afterRetry: job.attempt > 1, queue: job.queue)
             if logger.isEnabled(.debug) { logJob(job, "job succeeded", classification, [("duration_ms", durationMs)]) }
+            if let trace { tracer?.finish(trace, job: job, classification: classification, end: .succeeded, now: clock.now()) }
             return
         }
         let facts = JobRetryFacts(method: job.method, hasIdempotencyKey: job.idempotencyKey != nil, attempt: job.attempt,
@@ -209,16 +236,23 @@ extension Worker {
         let decision = withRandom {
             RetryDecider.decide(classification, job: facts, policy: policy, now: now, interruption: interruption, rng: &$0)
         }
-        let error = attemptJSON(job, effective, startedAt: startedAt, durationMs: durationMs)
+        let error = attemptJSON(job, effective, startedAt: startedAt, durationMs: durationMs, trace: trace?.context)
+        var end = AttemptSpans.End.succeeded
+        defer {
+            if let trace { tracer?.finish(trace, job: job, classification: effective, end: end, now: clock.now()) }
+        }
         switch decision {
         case .succeed:
             acknowledge(.success(.init(id: job.id, attempt: job.attempt, lease: job.lease, status: classification.status,
                                        durationMilliseconds: durationMs)))
         case .retry(_, let delay, let notBefore):
+            var paused: Duration?
             if let notBefore {
                 let pause = max(Int64(0), Int64(notBefore.timeIntervalSince(clock.now()) * 1000))
                 acknowledge(.destinationPause(destination: job.destination, milliseconds: pause))
+                paused = .milliseconds(pause)
             }
+            end = .retry(delay: delay, destinationPause: paused)
             acknowledge(.retry(.init(id: job.id, attempt: job.attempt, lease: job.lease, delayMilliseconds: Int64(delay.milliseconds), errorJSON: error,
                                      usesAttempt: interruption != nil || RetryDecider.usesAttempt(classification, job: facts))))
             metrics.recordRetry(delay: delay, queue: job.queue)
@@ -226,6 +260,7 @@ extension Worker {
             claimer.noteRetry(due: clock.instant() + delay)
             logJob(job, "attempt failed; retrying", effective, [("retry_in", DurationParser.format(delay))])
         case .deadLetter(let reason):
+            end = .deadLettered(reason)
             acknowledge(.deadLetter(.init(id: job.id, attempt: job.attempt, lease: job.lease, reason: reason, errorJSON: error,
                                           lastClass: effective.errorClass, lastStatus: effective.status)))
             metrics.recordDeadLetter(reason: reason, queue: job.queue)
@@ -233,7 +268,9 @@ extension Worker {
         }
     }
 
-    func attemptJSON(_ job: ClaimedJob, _ c: Classification, startedAt: Date, durationMs: Int) -> String {
+    /// The attempt's entry in the job's `errors`; with tracing, `traceparent` is the attempt
+    /// span's context, which the next attempt's span links to (``AttemptSpans``).
+    func attemptJSON(_ job: ClaimedJob, _ c: Classification, startedAt: Date, durationMs: Int, trace: TraceContext? = nil) -> String {
         var object: [String: Any] = [
             "attempt": job.attempt,
             "class": c.errorClass?.rawValue ?? "unknown",
@@ -243,6 +280,7 @@ extension Worker {
             "worker": id.uuidString.lowercased(),
         ]
         if let status = c.status { object["status"] = status }
+        if let trace { object["traceparent"] = trace.traceparent }
         let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
         return String(decoding: data, as: UTF8.self)
     }

@@ -34,6 +34,12 @@ extension Worker {
             heartbeatIntervalMilliseconds: Int(leases.heartbeatInterval.milliseconds))
         var graph = ServiceGraph()
 
+        // The span exporter, when tracing is configured: first, so it stops last and the
+        // spans of the last jobs still go out. No database connection.
+        if let exporter = tracer?.exporter {
+            graph.nodes.append(.init(exporter, gate: StopGate(), needsSchema: false))
+        }
+
         var gate = StopGate()
         // A renewal that waits (a frozen link, a lock) is worse than a retry on a fresh connection.
         heartbeater = Heartbeater(configuration: .init(leases: leases, registration: registration),
@@ -73,7 +79,7 @@ extension Worker {
                                               withRandom { policy.jitteredCooldown(policy.cooldown, using: &$0) }
                                           })
         statsFlusher = StatsFlusher(session: housekeeping)
-        settings = SettingsRefresher(base: configuration.retryPolicy, session: housekeeping)
+        settings = SettingsRefresher(base: configuration.retryPolicy, session: housekeeping, propagation: propagation)
         prober = Prober(configuration: .init(configuration, leases: leases, worker: id), session: housekeeping, intake: self, logger: logger)
         // In run order; they finish (final writes) in reverse: the breaker report and the statistics first.
         var members: [any WorkerService] = [breakerReporter, statsFlusher, prober, settings, rescuer, pruner]
@@ -122,6 +128,9 @@ extension Worker {
             .init(workerEvent("leases resumed", \.leasesResumed), wakes: .service(claimer.name)),
             .init(workerEvent("stop claiming", \.stopClaiming), wakes: .service(heartbeater.name)),
         ]
+        if let exporter = tracer?.exporter {
+            graph.edges.append(.init(event(exporter, "batch full") { exporter.batchFull = $0 }, wakes: .service(exporter.name)))
+        }
         return graph
     }
 }

@@ -51,6 +51,10 @@ public final class Worker: @unchecked Sendable {
     var prober: Prober!
     var scheduler: Scheduler?
     var claimer: Claimer!
+    /// The attempts' spans and their exporter, when tracing is configured (`configuration.tracing`).
+    let tracer: AttemptTracer?
+    /// The destinations whose requests carry trace context, read by the settings refresher.
+    let propagation = TracePropagation()
 
     /// The services and who wakes whom, as declared by `makeServiceGraph()` (Worker+Services.swift).
     private(set) var serviceGraph: ServiceGraph!
@@ -84,6 +88,14 @@ public final class Worker: @unchecked Sendable {
         self.outage = OutageTracker(logger: logger, now: clock.now)
         self.state = Locked(WorkerStateMachine(concurrency: configuration.concurrency, fence: leases.fence))
         heldBack = HeldBackDestinations(now: clock.instant)
+        if let tracing = configuration.tracing {
+            let exporter = SpanExporter(configuration: tracing, resource: Self.traceResource(tracing, worker: id),
+                                        metrics: metrics, logger: logger)
+            tracer = AttemptTracer(spans: AttemptSpans(sampler: tracing.sampler, childOfEnqueue: tracing.childOfEnqueue),
+                                   exporter: exporter)
+        } else {
+            tracer = nil
+        }
         var handlers: [String: any JobHandler] = [:]
         if var http = httpHandler as? HTTPJobHandler {
             // The built-in handler withholds requests whose destination became held back after the claim.
@@ -98,6 +110,23 @@ public final class Worker: @unchecked Sendable {
         serviceGraph = graph
         // Every service but the claimer (which checks the schema) and the listener waits for the schema.
         services = graph.wire(clock: clock.instant, schemaReady: { [unowned self] in self.claimer.isSchemaReady })
+    }
+
+    /// The resource the worker's spans come from: the configured attributes, then the
+    /// worker's own (its version, id, host and process) and the SDK's.
+    static func traceResource(_ tracing: TracingConfiguration, worker: UUID) -> [SpanData.Attribute] {
+        var resource = tracing.resource
+        let own: [SpanData.Attribute] = [
+            .init("service.version", .string(CourierVersion.current)),
+            .init("service.instance.id", .string(worker.uuidString.lowercased())),
+            .init("host.name", .string(ProcessInfo.processInfo.hostName)),
+            .init("process.pid", .int(Int64(getpid()))),
+            .init("telemetry.sdk.name", .string("courier")),
+            .init("telemetry.sdk.language", .string("swift")),
+            .init("telemetry.sdk.version", .string(CourierVersion.current)),
+        ]
+        for attribute in own where !resource.contains(where: { $0.key == attribute.key }) { resource.append(attribute) }
+        return resource
     }
 
     /// Registers a handler for a job kind (enqueued with `courier.enqueue_job(kind, args)`). Call before `run`.

@@ -70,6 +70,9 @@ public struct WorkerConfiguration: Sendable {
     public var scheduler = Scheduler.Configuration()
     /// Where jobs run. Default ``JobThreads/own`` (`jobworker` too).
     public var jobThreads: JobThreads = .own
+    /// OpenTelemetry tracing of attempts; nil (the default, and whenever no OTLP endpoint is
+    /// configured) builds no span at all.
+    public var tracing: TracingConfiguration?
 
     /// Where a worker's jobs run (each job, and each resumption after its request returns).
     public enum JobThreads: Sendable, Equatable {

@@ -31,6 +31,19 @@ import Testing
         #expect(text + "\n" == golden, "the service graph differs from Golden/service-graph.txt; run with COURIER_UPDATE_GOLDEN=1 and review the diff")
     }
 
+    /// A worker that exports spans (issue 44) runs the exporter first, so it stops last:
+    /// `Golden/service-graph-tracing.txt`, rewritten the same way.
+    @Test func aTracingWorkersGraphMatchesGoldenFile() throws {
+        let text = Self.worker { $0.tracing = TracingConfiguration(endpoint: "http://127.0.0.1:1/v1/traces") }.serviceGraph.description
+        let file = Self.directory.appendingPathComponent("service-graph-tracing.txt")
+        if Self.updating {
+            try (text + "\n").write(to: file, atomically: true, encoding: .utf8)
+            return
+        }
+        let golden = try String(contentsOf: file, encoding: .utf8)
+        #expect(text + "\n" == golden, "the service graph differs from Golden/service-graph-tracing.txt; run with COURIER_UPDATE_GOLDEN=1 and review the diff")
+    }
+
     /// Every edge reaches a service in the graph, every service has a thread, started in
     /// the graph's order and stopped in reverse, and claiming (started last) ends first.
     @Test func theWorkersGraphIsSound() {

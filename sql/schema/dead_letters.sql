@@ -39,6 +39,8 @@ CREATE TABLE courier.dead_letters (
     replayed_at timestamp with time zone,
     replay_job_id bigint,
     signing_secret text,
+    traceparent text,
+    tracestate text,
     CONSTRAINT dead_letters_reason_check CHECK ((reason = ANY (ARRAY['permanent'::text, 'invalid_response'::text, 'exhausted'::text, 'deadline'::text, 'ambiguous'::text, 'cancelled'::text])))
 );
 
@@ -178,14 +180,15 @@ begin
     ),
     inserted as (
         insert into courier.jobs (id, kind, queue, priority, run_at, max_attempts, deadline, destination, method, url,
-                                  headers, body, timeout_ms, expect_content_type, idempotency_key, args, signing_secret)
+                                  headers, body, timeout_ms, expect_content_type, idempotency_key, args, signing_secret,
+                                  traceparent, tracestate)
         overriding system value
         select pl.new_id, pl.kind, pl.queue, pl.priority, pl.new_run_at, pl.max_attempts,
                case when pl.deadline is null then null
                     when pl.deadline > pl.new_run_at then pl.deadline
                     else pl.new_run_at + (pl.deadline - pl.created_at) end,
                pl.destination, pl.method, pl.url, pl.headers, pl.body, pl.timeout_ms, pl.expect_content_type,
-               pl.idempotency_key, pl.args, pl.signing_secret
+               pl.idempotency_key, pl.args, pl.signing_secret, pl.traceparent, pl.tracestate
         from planned pl
         where not replay_dead_letters.dry_run
         returning id

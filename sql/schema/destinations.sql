@@ -36,6 +36,7 @@ CREATE TABLE courier.destinations (
     origin text GENERATED ALWAYS AS (courier.destination_origin((destination)::text)) STORED,
     origin_limited boolean DEFAULT false NOT NULL,
     gated boolean GENERATED ALWAYS AS ((courier.traffic_limits(max_in_flight, rate, retry_budget_pct, slow_start_ms) OR paused OR origin_limited)) STORED,
+    propagate_trace boolean DEFAULT false NOT NULL,
     CONSTRAINT destinations_burst_check CHECK (((burst IS NULL) OR ((burst >= 1) AND (burst <= 1000000)))),
     CONSTRAINT destinations_max_in_flight_check CHECK (((max_in_flight IS NULL) OR ((max_in_flight >= 1) AND (max_in_flight <= 100000)))),
     CONSTRAINT destinations_rate_check CHECK (((rate IS NULL) OR ((rate > (0)::double precision) AND (rate <= (1000000)::double precision)))),
@@ -64,6 +65,13 @@ CREATE INDEX destinations_gated_idx ON courier.destinations USING btree (last_cl
 --
 
 CREATE INDEX destinations_origin_idx ON courier.destinations USING btree (origin) WHERE (origin IS NOT NULL);
+
+
+--
+-- Name: destinations_propagating_trace_idx; Type: INDEX
+--
+
+CREATE INDEX destinations_propagating_trace_idx ON courier.destinations USING btree (destination) WHERE propagate_trace;
 
 
 --
@@ -341,10 +349,10 @@ GRANT ALL ON FUNCTION courier.destination_reset(destination text) TO courier_adm
 
 
 --
--- Name: destination_set(text, text, integer, double precision, integer, bigint, double precision, text[]); Type: FUNCTION
+-- Name: destination_set(text, text, integer, double precision, integer, bigint, double precision, text[], boolean); Type: FUNCTION
 --
 
-CREATE FUNCTION courier.destination_set(destination text, signing_secret text DEFAULT NULL::text, max_in_flight integer DEFAULT NULL::integer, rate double precision DEFAULT NULL::double precision, burst integer DEFAULT NULL::integer, slow_start_ms bigint DEFAULT NULL::bigint, retry_budget_pct double precision DEFAULT NULL::double precision, clear text[] DEFAULT '{}'::text[]) RETURNS SETOF courier.destinations
+CREATE FUNCTION courier.destination_set(destination text, signing_secret text DEFAULT NULL::text, max_in_flight integer DEFAULT NULL::integer, rate double precision DEFAULT NULL::double precision, burst integer DEFAULT NULL::integer, slow_start_ms bigint DEFAULT NULL::bigint, retry_budget_pct double precision DEFAULT NULL::double precision, clear text[] DEFAULT '{}'::text[], propagate_trace boolean DEFAULT NULL::boolean) RETURNS SETOF courier.destinations
     LANGUAGE plpgsql
     AS $$
 #variable_conflict use_column
@@ -384,9 +392,11 @@ begin
             using errcode = '22023', column = 'clear';
     end if;
     v_new := not exists (select 1 from courier.destinations d where d.destination = v_destination);
-    insert into courier.destinations as d (destination, signing_secret, max_in_flight, rate, burst, slow_start_ms, retry_budget_pct)
+    insert into courier.destinations as d (destination, signing_secret, max_in_flight, rate, burst, slow_start_ms, retry_budget_pct,
+                                           propagate_trace)
     values (v_destination, destination_set.signing_secret, destination_set.max_in_flight, destination_set.rate,
-            destination_set.burst, destination_set.slow_start_ms, destination_set.retry_budget_pct)
+            destination_set.burst, destination_set.slow_start_ms, destination_set.retry_budget_pct,
+            coalesce(destination_set.propagate_trace, false))
     on conflict (destination) do update
     set signing_secret = case when 'signing_secret' = any(destination_set.clear) then null
                               else coalesce(excluded.signing_secret, d.signing_secret) end,
@@ -398,6 +408,7 @@ begin
                              else coalesce(excluded.slow_start_ms, d.slow_start_ms) end,
         retry_budget_pct = case when 'retry_budget_pct' = any(destination_set.clear) then null
                                 else coalesce(excluded.retry_budget_pct, d.retry_budget_pct) end,
+        propagate_trace = coalesce(destination_set.propagate_trace, d.propagate_trace),
         -- (Every expression here reads the row as it was before this statement.)
         tokens = courier.traffic_tokens_after_change(
             d.rate, d.burst, d.tokens, d.tokens_at,
@@ -428,11 +439,11 @@ $$;
 
 
 --
--- Name: FUNCTION destination_set(destination text, signing_secret text, max_in_flight integer, rate double precision, burst integer, slow_start_ms bigint, retry_budget_pct double precision, clear text[]); Type: ACL
+-- Name: FUNCTION destination_set(destination text, signing_secret text, max_in_flight integer, rate double precision, burst integer, slow_start_ms bigint, retry_budget_pct double precision, clear text[], propagate_trace boolean); Type: ACL
 --
 
-REVOKE ALL ON FUNCTION courier.destination_set(destination text, signing_secret text, max_in_flight integer, rate double precision, burst integer, slow_start_ms bigint, retry_budget_pct double precision, clear text[]) FROM PUBLIC;
-GRANT ALL ON FUNCTION courier.destination_set(destination text, signing_secret text, max_in_flight integer, rate double precision, burst integer, slow_start_ms bigint, retry_budget_pct double precision, clear text[]) TO courier_admin;
+REVOKE ALL ON FUNCTION courier.destination_set(destination text, signing_secret text, max_in_flight integer, rate double precision, burst integer, slow_start_ms bigint, retry_budget_pct double precision, clear text[], propagate_trace boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION courier.destination_set(destination text, signing_secret text, max_in_flight integer, rate double precision, burst integer, slow_start_ms bigint, retry_budget_pct double precision, clear text[], propagate_trace boolean) TO courier_admin;
 
 
 --

@@ -47,6 +47,8 @@ CREATE TABLE courier.jobs (
     refused_since timestamp with time zone,
     refused_attempt integer,
     refusal text,
+    traceparent courier.traceparent,
+    tracestate courier.tracestate,
     CONSTRAINT jobs_attempt_check CHECK ((attempt >= 0)),
     CONSTRAINT jobs_max_attempts_check CHECK (((max_attempts >= 1) AND (max_attempts <= 1000))),
     CONSTRAINT jobs_priority_check CHECK (((priority >= '-32768'::integer) AND (priority <= 32767))),
@@ -176,10 +178,24 @@ CREATE TRIGGER jobs_gate_new BEFORE INSERT ON courier.jobs FOR EACH ROW EXECUTE 
 
 
 --
+-- Name: jobs jobs_trace_context; Type: TRIGGER
+--
+
+CREATE TRIGGER jobs_trace_context BEFORE INSERT ON courier.jobs FOR EACH ROW WHEN (((new.traceparent IS NULL) AND (current_setting('courier.traceparent'::text, true) <> ''::text))) EXECUTE FUNCTION courier.jobs_trace_context();
+
+
+--
 -- Name: COLUMN jobs.lease_seq; Type: COMMENT
 --
 
 COMMENT ON COLUMN courier.jobs.lease_seq IS 'How many times the job was leased: the fence token of its current lease (never repeats for the row).';
+
+
+--
+-- Name: COLUMN jobs.traceparent; Type: COMMENT
+--
+
+COMMENT ON COLUMN courier.jobs.traceparent IS 'The W3C traceparent of the enqueuing application''s span: every attempt''s span links to it (or is its child).';
 
 
 --
@@ -956,12 +972,12 @@ begin
     recorded as (
         insert into courier.dead_letters (job_id, reason, attempt, errors, last_class, last_status, worker,
             kind, queue, priority, destination, method, url, headers, body, timeout_ms, expect_content_type,
-            idempotency_key, unique_key, args, max_attempts, deadline, created_at, signing_secret)
+            idempotency_key, unique_key, args, max_attempts, deadline, created_at, signing_secret, traceparent, tracestate)
         select id, dl_reason, case when dl_never_ran then attempt - 1 else attempt end,
             case when dl_error = '' then errors else errors || jsonb_build_array(dl_error::jsonb) end,
             nullif(dl_class, ''), nullif(dl_status, -1), leased_by::text,
             kind, queue, priority, destination, method, url, headers, body, timeout_ms, expect_content_type,
-            idempotency_key, unique_key, args, max_attempts, deadline, created_at, signing_secret
+            idempotency_key, unique_key, args, max_attempts, deadline, created_at, signing_secret, traceparent, tracestate
         from gone
         returning job_id
     )
@@ -1048,10 +1064,10 @@ GRANT ALL ON FUNCTION courier.dead_letter_jobs(p_ids bigint[], p_leases bigint[]
 
 
 --
--- Name: enqueue(text, text, jsonb, text, text, integer, timestamp with time zone, integer, timestamp with time zone, text, text, text, integer, text, text); Type: FUNCTION
+-- Name: enqueue(text, text, jsonb, text, text, integer, timestamp with time zone, integer, timestamp with time zone, text, text, text, integer, text, text, text, text); Type: FUNCTION
 --
 
-CREATE FUNCTION courier.enqueue(url text, method text DEFAULT 'POST'::text, headers jsonb DEFAULT '{}'::jsonb, body text DEFAULT NULL::text, queue text DEFAULT 'default'::text, priority integer DEFAULT 0, run_at timestamp with time zone DEFAULT now(), max_attempts integer DEFAULT 25, deadline timestamp with time zone DEFAULT NULL::timestamp with time zone, idempotency_key text DEFAULT (gen_random_uuid())::text, unique_key text DEFAULT NULL::text, destination text DEFAULT NULL::text, timeout_ms integer DEFAULT 30000, expect_content_type text DEFAULT NULL::text, signing_secret text DEFAULT NULL::text) RETURNS bigint
+CREATE FUNCTION courier.enqueue(url text, method text DEFAULT 'POST'::text, headers jsonb DEFAULT '{}'::jsonb, body text DEFAULT NULL::text, queue text DEFAULT 'default'::text, priority integer DEFAULT 0, run_at timestamp with time zone DEFAULT now(), max_attempts integer DEFAULT 25, deadline timestamp with time zone DEFAULT NULL::timestamp with time zone, idempotency_key text DEFAULT (gen_random_uuid())::text, unique_key text DEFAULT NULL::text, destination text DEFAULT NULL::text, timeout_ms integer DEFAULT 30000, expect_content_type text DEFAULT NULL::text, signing_secret text DEFAULT NULL::text, traceparent text DEFAULT NULL::text, tracestate text DEFAULT NULL::text) RETURNS bigint
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $_$
@@ -1133,18 +1149,32 @@ begin
         raise exception 'courier.enqueue: signing_secret must be a secret name: 1 to 128 letters, digits, _ . -'
             using errcode = '22023', column = 'signing_secret';
     end if;
+    if enqueue.traceparent is not null and not courier.is_traceparent(enqueue.traceparent) then
+        raise exception 'courier.enqueue: traceparent %', courier.traceparent_rule()
+            using errcode = '22023', column = 'traceparent';
+    end if;
+    if enqueue.tracestate is not null and enqueue.traceparent is null then
+        raise exception 'courier.enqueue: tracestate needs a traceparent'
+            using errcode = '22023', column = 'tracestate';
+    end if;
+    if enqueue.tracestate is not null and not courier.is_tracestate(enqueue.tracestate) then
+        raise exception 'courier.enqueue: tracestate %', courier.tracestate_rule()
+            using errcode = '22023', column = 'tracestate';
+    end if;
 
     loop
         insert into courier.jobs (queue, priority, run_at, max_attempts, deadline, destination, method, url,
                                   headers, body, timeout_ms, expect_content_type, idempotency_key, unique_key, unique_scope,
-                                  signing_secret, held_since)
+                                  signing_secret, held_since, traceparent, tracestate)
         values (enqueue.queue, enqueue.priority, coalesce(enqueue.run_at, now()), enqueue.max_attempts,
                 enqueue.deadline, v_destination, v_method, enqueue.url, coalesce(enqueue.headers, '{}'),
                 enqueue.body, enqueue.timeout_ms, lower(enqueue.expect_content_type), enqueue.idempotency_key,
                 enqueue.unique_key, case when enqueue.unique_key is not null then session_user::text end, enqueue.signing_secret,
                 -- A destination whose breaker is open: the job waits out of the runnable index.
                 case when exists (select 1 from courier.breakers b
-                                  where b.destination = v_destination and b.state <> 'closed') then now() end)
+                                  where b.destination = v_destination and b.state <> 'closed') then now() end,
+                -- NULL: courier.jobs_trace_context reads `set local courier.traceparent`, if any.
+                enqueue.traceparent, nullif(enqueue.tracestate, ''))
         on conflict (unique_scope, unique_key) where unique_key is not null do nothing
         returning id into v_id;
         exit when v_id is not null;
@@ -1164,13 +1194,13 @@ $_$;
 
 
 --
--- Name: FUNCTION enqueue(url text, method text, headers jsonb, body text, queue text, priority integer, run_at timestamp with time zone, max_attempts integer, deadline timestamp with time zone, idempotency_key text, unique_key text, destination text, timeout_ms integer, expect_content_type text, signing_secret text); Type: ACL
+-- Name: FUNCTION enqueue(url text, method text, headers jsonb, body text, queue text, priority integer, run_at timestamp with time zone, max_attempts integer, deadline timestamp with time zone, idempotency_key text, unique_key text, destination text, timeout_ms integer, expect_content_type text, signing_secret text, traceparent text, tracestate text); Type: ACL
 --
 
-REVOKE ALL ON FUNCTION courier.enqueue(url text, method text, headers jsonb, body text, queue text, priority integer, run_at timestamp with time zone, max_attempts integer, deadline timestamp with time zone, idempotency_key text, unique_key text, destination text, timeout_ms integer, expect_content_type text, signing_secret text) FROM PUBLIC;
-GRANT ALL ON FUNCTION courier.enqueue(url text, method text, headers jsonb, body text, queue text, priority integer, run_at timestamp with time zone, max_attempts integer, deadline timestamp with time zone, idempotency_key text, unique_key text, destination text, timeout_ms integer, expect_content_type text, signing_secret text) TO courier_worker;
-GRANT ALL ON FUNCTION courier.enqueue(url text, method text, headers jsonb, body text, queue text, priority integer, run_at timestamp with time zone, max_attempts integer, deadline timestamp with time zone, idempotency_key text, unique_key text, destination text, timeout_ms integer, expect_content_type text, signing_secret text) TO courier_admin;
-GRANT ALL ON FUNCTION courier.enqueue(url text, method text, headers jsonb, body text, queue text, priority integer, run_at timestamp with time zone, max_attempts integer, deadline timestamp with time zone, idempotency_key text, unique_key text, destination text, timeout_ms integer, expect_content_type text, signing_secret text) TO courier_enqueue;
+REVOKE ALL ON FUNCTION courier.enqueue(url text, method text, headers jsonb, body text, queue text, priority integer, run_at timestamp with time zone, max_attempts integer, deadline timestamp with time zone, idempotency_key text, unique_key text, destination text, timeout_ms integer, expect_content_type text, signing_secret text, traceparent text, tracestate text) FROM PUBLIC;
+GRANT ALL ON FUNCTION courier.enqueue(url text, method text, headers jsonb, body text, queue text, priority integer, run_at timestamp with time zone, max_attempts integer, deadline timestamp with time zone, idempotency_key text, unique_key text, destination text, timeout_ms integer, expect_content_type text, signing_secret text, traceparent text, tracestate text) TO courier_worker;
+GRANT ALL ON FUNCTION courier.enqueue(url text, method text, headers jsonb, body text, queue text, priority integer, run_at timestamp with time zone, max_attempts integer, deadline timestamp with time zone, idempotency_key text, unique_key text, destination text, timeout_ms integer, expect_content_type text, signing_secret text, traceparent text, tracestate text) TO courier_admin;
+GRANT ALL ON FUNCTION courier.enqueue(url text, method text, headers jsonb, body text, queue text, priority integer, run_at timestamp with time zone, max_attempts integer, deadline timestamp with time zone, idempotency_key text, unique_key text, destination text, timeout_ms integer, expect_content_type text, signing_secret text, traceparent text, tracestate text) TO courier_enqueue;
 
 
 --
@@ -1415,6 +1445,42 @@ GRANT ALL ON FUNCTION courier.jobs_gate_new() TO courier_admin;
 
 
 --
+-- Name: jobs_trace_context(); Type: FUNCTION
+--
+
+CREATE FUNCTION courier.jobs_trace_context() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_parent text := current_setting('courier.traceparent', true);
+    v_state  text := nullif(btrim(current_setting('courier.tracestate', true), E' \t'), '');
+begin
+    if not courier.is_traceparent(v_parent) then
+        raise exception 'courier.traceparent (set local courier.traceparent): traceparent %', courier.traceparent_rule()
+            using errcode = '22023', column = 'traceparent';
+    end if;
+    if v_state is not null and not courier.is_tracestate(v_state) then
+        raise exception 'courier.tracestate (set local courier.tracestate): tracestate %', courier.tracestate_rule()
+            using errcode = '22023', column = 'tracestate';
+    end if;
+    new.traceparent := v_parent;
+    new.tracestate := coalesce(new.tracestate, v_state);
+    return new;
+end
+$$;
+
+
+--
+-- Name: FUNCTION jobs_trace_context(); Type: ACL
+--
+
+REVOKE ALL ON FUNCTION courier.jobs_trace_context() FROM PUBLIC;
+GRANT ALL ON FUNCTION courier.jobs_trace_context() TO courier_worker;
+GRANT ALL ON FUNCTION courier.jobs_trace_context() TO courier_admin;
+
+
+--
 -- Name: refuse_jobs(bigint[], bigint[], uuid, bigint, text[]); Type: FUNCTION
 --
 
@@ -1577,11 +1643,11 @@ begin
     recorded as (
         insert into courier.dead_letters (job_id, reason, attempt, errors, last_class, last_status, worker,
             kind, queue, priority, destination, method, url, headers, body, timeout_ms, expect_content_type,
-            idempotency_key, unique_key, args, max_attempts, deadline, created_at, signing_secret)
+            idempotency_key, unique_key, args, max_attempts, deadline, created_at, signing_secret, traceparent, tracestate)
         select id, 'cancelled', attempt - case when dl_uses_attempt then 0 else 1 end,
             errors || jsonb_build_array(dl_error::jsonb), 'cancelled', null, leased_by::text,
             kind, queue, priority, destination, method, url, headers, body, timeout_ms, expect_content_type,
-            idempotency_key, unique_key, args, max_attempts, deadline, created_at, signing_secret
+            idempotency_key, unique_key, args, max_attempts, deadline, created_at, signing_secret, traceparent, tracestate
         from cancelled
         returning job_id
     )

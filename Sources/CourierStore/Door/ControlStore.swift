@@ -153,8 +153,9 @@ public final class ControlStore {
 
     public func destinationsOverview() throws -> [DestinationsTable.Overview] { try DestinationsTable.overview(on: connection) }
 
-    public func destinationMerge(_ changes: DestinationsTable.Policy, clear: [DestinationsTable.Field] = []) throws -> DestinationsTable.Policy {
-        try DestinationsTable.merge(changes, clear: clear, on: connection)
+    public func destinationMerge(_ changes: DestinationsTable.Policy, clear: [DestinationsTable.Field] = [],
+                                 propagateTrace: Bool? = nil) throws -> DestinationsTable.Policy {
+        try DestinationsTable.merge(changes, clear: clear, propagateTrace: propagateTrace, on: connection)
     }
 
     public func destinationRemove(destination: String) throws -> Bool { try DestinationsTable.remove(destination: destination, on: connection) }

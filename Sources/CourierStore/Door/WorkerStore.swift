@@ -64,6 +64,8 @@ public protocol WorkerStore {
     func attemptStatsAdd(_ counts: [AttemptStatsTable.Key: AttemptStatsTable.Counts]) throws
     func attemptStatsPrune() throws -> Int
     func queueSettingsAll() throws -> [QueueSettingsTable.Settings]
+    /// The destinations that opted in to trace propagation (``DestinationsTable/propagatingTrace(on:)``).
+    func destinationsPropagatingTrace() throws -> [String]
     func migrationsApplied() throws -> [Int]
 
     // Fleet-wide figures for /metrics (read-only).
@@ -195,6 +197,7 @@ public struct PostgresWorkerStore: WorkerStore {
     }
     public func attemptStatsPrune() throws -> Int { try AttemptStatsTable.prune(on: connection) }
     public func queueSettingsAll() throws -> [QueueSettingsTable.Settings] { try QueueSettingsTable.all(on: connection) }
+    public func destinationsPropagatingTrace() throws -> [String] { try DestinationsTable.propagatingTrace(on: connection) }
     public func migrationsApplied() throws -> [Int] { try Migrator.appliedVersions(connection) }
 
     public func statsQueueDepths() throws -> [StatsQueries.QueueDepth] { try StatsQueries.queueDepths(on: connection) }

@@ -138,6 +138,15 @@ public struct HTTPJobHandler: JobHandler {
         if let key = job.idempotencyKey, !has("Idempotency-Key") {
             headers.append(HTTPHeader(name: "Idempotency-Key", value: key))
         }
+        // Trace context, where the destination opted in (the worker sets these): it replaces any
+        // stored header of the same names.
+        if let traceparent = job.outboundTraceparent {
+            headers.removeAll {
+                $0.name.caseInsensitiveCompare("traceparent") == .orderedSame || $0.name.caseInsensitiveCompare("tracestate") == .orderedSame
+            }
+            headers.append(HTTPHeader(name: "traceparent", value: traceparent))
+            if let state = job.outboundTracestate, !state.isEmpty { headers.append(HTTPHeader(name: "tracestate", value: state)) }
+        }
         if let body = job.body, !has("Content-Type") {
             headers.append(HTTPHeader(name: "Content-Type",
                                       value: JSONSyntax.isValid(body) ? "application/json" : "text/plain; charset=utf-8"))

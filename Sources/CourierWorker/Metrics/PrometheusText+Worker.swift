@@ -67,6 +67,11 @@ extension PrometheusText {
         page.single("courier_jobs_withheld_total", .counter,
                     help: "Jobs this worker handed back unsent, without using an attempt, because their destination was held back after the claim.",
                     Double(m.withheld))
+        page.single("courier_spans_exported_total", .counter,
+                    help: "Attempt spans this worker exported to its OTLP collector (0 without tracing).", Double(m.spansExported))
+        page.single("courier_spans_dropped_total", .counter,
+                    help: "Attempt spans this worker dropped: its export queue was full or the collector did not take them.",
+                    Double(m.spansDropped))
         page.single("courier_worker_ready", .gauge, help: "1 when /readyz answers 200.", state.ready ? 1 : 0)
 
         // Per queue, so one queue's failure rate can be alerted on; every queue this worker

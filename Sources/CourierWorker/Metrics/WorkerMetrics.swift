@@ -61,6 +61,8 @@ public final class WorkerMetrics: @unchecked Sendable {
     private var outcomesByQueue: [String: [String: Int]] = [:]
     private var requestDurations: [String: Histogram] = [:]
     private var leaseRenewals = Histogram(bounds: WorkerMetrics.leaseRenewalBounds)
+    private var spansExported = 0
+    private var spansDropped = 0
 
     /// Seconds one request took, from send to the end of the response (or the failure).
     public static let requestDurationBounds: [Double] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60]
@@ -118,6 +120,10 @@ public final class WorkerMetrics: @unchecked Sendable {
         public var requestDurations: [String: Histogram] = [:]
         /// How long each answered lease renewal round took (failed rounds are not counted).
         public var leaseRenewals = Histogram(bounds: WorkerMetrics.leaseRenewalBounds)
+        /// Spans the collector accepted.
+        public var spansExported = 0
+        /// Spans dropped: the export queue was full, or the collector did not take their batch.
+        public var spansDropped = 0
         public var retryDelayBuckets: [(le: Double, count: Int)] { retryDelays.cumulative }
         public var retryDelayCount: Int { retryDelays.count }
         public var retryDelaySum: Double { retryDelays.sum }
@@ -139,7 +145,8 @@ public final class WorkerMetrics: @unchecked Sendable {
                 refusedByConfiguration: refusedByConfiguration, fenceAborts: fenceAborts, withheld: withheld,
                 droppedAcknowledgements: droppedAcknowledgements, retryDelays: retryDelays,
                 scheduleLags: scheduleLags, scheduleMissed: scheduleMissed, attemptsByQueue: attemptsByQueue,
-                outcomesByQueue: outcomesByQueue, requestDurations: requestDurations, leaseRenewals: leaseRenewals)
+                outcomesByQueue: outcomesByQueue, requestDurations: requestDurations, leaseRenewals: leaseRenewals,
+                spansExported: spansExported, spansDropped: spansDropped)
         }
     }
 
@@ -181,6 +188,14 @@ public final class WorkerMetrics: @unchecked Sendable {
 
     func recordFenceAborts(_ count: Int) {
         lock.withLock { fenceAborts += count }
+    }
+
+    func recordSpansExported(_ count: Int) {
+        lock.withLock { spansExported += count }
+    }
+
+    func recordSpansDropped(_ count: Int) {
+        lock.withLock { spansDropped += count }
     }
 
     func recordWithheld() {
