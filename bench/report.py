@@ -526,13 +526,20 @@ if traced:
       "exported (`OTEL_TRACES_SAMPLER=always_on`) over OTLP/HTTP to a loopback sink (bench/otlp_sink.py), against tracing off, "
       "interleaved by repetition (`ONLY=tracing`).")
     w("")
-    w("| drain | off, jobs/s | traced at 100%, jobs/s | traced / off |")
-    w("|---|---|---|---|")
+    base_traced = [r for r in rows("courier-baseline.jsonl") if r["bench"] == "drain" and r.get("tag") == "trace-off"]
+    w("| drain | off, jobs/s | traced at 100%, jobs/s | traced / off | worker CPU s per 100k jobs, off → traced | baseline (untraced build), jobs/s | off / baseline |")
+    w("|---|---|---|---|---|---|---|")
     for kind in ("noop", "http"):
-        off = [r["jobs_per_s"] for r in traced if r["kind"] == kind and r["tag"] == "trace-off"]
-        on = [r["jobs_per_s"] for r in traced if r["kind"] == kind and r["tag"] == "trace-on"]
+        off_rows = [r for r in traced if r["kind"] == kind and r["tag"] == "trace-off"]
+        on_rows = [r for r in traced if r["kind"] == kind and r["tag"] == "trace-on"]
+        off, on = [r["jobs_per_s"] for r in off_rows], [r["jobs_per_s"] for r in on_rows]
+        cpu_off = [r["worker_cpu_s_per_100k"] for r in off_rows if "worker_cpu_s_per_100k" in r]
+        cpu_on = [r["worker_cpu_s_per_100k"] for r in on_rows if "worker_cpu_s_per_100k" in r]
+        base = [r["jobs_per_s"] for r in base_traced if r["kind"] == kind]
         if off or on:
-            w(f"| {kind} | {cell(off)} | {cell(on)} | {ratio(med(on), med(off)):.0%} |")
+            cpu = f"{cell(cpu_off, '{:.2f}')} → {cell(cpu_on, '{:.2f}')}" if cpu_off and cpu_on else "–"
+            vs_base = f"{ratio(med(off), med(base)):.2f}×" if base else "–"
+            w(f"| {kind} | {cell(off)} | {cell(on)} | {ratio(med(on), med(off)):.0%} | {cpu} | {cell(base) if base else '–'} | {vs_base} |")
     w("")
     w("Aim: at most 10% slower at 100% sampling, and unchanged when off.")
     w("")

@@ -377,6 +377,9 @@ if has tracing; then
     "${TRACED[@]}" "${CB[@]}" drain "${COMMON[@]}" --kind noop --jobs "$TRACE_N" --workers "$TRACE_WORKERS" --concurrency "$TRACE_CONC" --reps 1 --tag trace-on
     "${CB[@]}" drain "${COMMON[@]}" --kind http --url http://127.0.0.1:18080/ok --jobs "$TRACE_N" --workers "$TRACE_WORKERS" --concurrency "$TRACE_CONC" --reps 1 --tag trace-off
     "${TRACED[@]}" "${CB[@]}" drain "${COMMON[@]}" --kind http --url http://127.0.0.1:18080/ok --jobs "$TRACE_N" --workers "$TRACE_WORKERS" --concurrency "$TRACE_CONC" --reps 1 --tag trace-on
+    # "Unchanged when off": the baseline's drains of the same shape, in the same repetition.
+    base drain --kind noop --jobs "$TRACE_N" --workers "$TRACE_WORKERS" --concurrency "$TRACE_CONC" --reps 1 --tag trace-off
+    base drain --kind http --url http://127.0.0.1:18080/ok --jobs "$TRACE_N" --workers "$TRACE_WORKERS" --concurrency "$TRACE_CONC" --reps 1 --tag trace-off
   done
   [ "$nginx_started" = 1 ] && nginx -c "$RUN_DIR/peers/http/nginx.conf" -p "$NGINX_PREFIX" -s quit
   kill -TERM "$SINK_PID"; wait "$SINK_PID" 2>/dev/null || true

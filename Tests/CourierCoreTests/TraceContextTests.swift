@@ -115,5 +115,30 @@ import Testing
         outer.message(1, w)
         #expect(outer.bytes.prefix(2) == [0x0A, UInt8(w.bytes.count)])
         #expect(OTLPTraceEncoder.bigEndian(0x0102_0304_0506_0708) == [1, 2, 3, 4, 5, 6, 7, 8])
+        var ids = ProtobufWriter()
+        ids.bigEndian(1, 0x0102_0304_0506_0708)
+        #expect(ids.bytes == [0x0A, 8, 1, 2, 3, 4, 5, 6, 7, 8])
+    }
+
+    /// A message written in place has the bytes of the same message written on its own and
+    /// copied in, whether its length takes one byte or several.
+    @Test(arguments: [0, 1, 127, 128, 300, 20_000])
+    func aMessageWrittenInPlaceMatchesOneWrittenApart(length: Int) {
+        let text = String(repeating: "x", count: length)
+        var apart = ProtobufWriter()
+        apart.string(1, text)
+        apart.varint(2, 7)
+        var copied = ProtobufWriter()
+        copied.varint(1, 1)
+        copied.message(3, apart)
+        copied.varint(4, 9)
+        var inPlace = ProtobufWriter()
+        inPlace.varint(1, 1)
+        inPlace.message(3) { body in
+            body.string(1, text)
+            body.varint(2, 7)
+        }
+        inPlace.varint(4, 9)
+        #expect(inPlace.bytes == copied.bytes)
     }
 }

@@ -66,9 +66,14 @@ final class SpanExporter: WorkerService, @unchecked Sendable {
             if let wait = export(pending.spans, tries: pending.tries + 1, now: now) { return wait }
         }
         let batch = lock.withLock { () -> [SpanData] in
-            let count = min(queue.count, configuration.maxBatchSize)
-            defer { queue.removeFirst(count) }
-            return Array(queue.prefix(count))
+            // Usually the whole queue is one batch: take the array itself rather than copy it.
+            guard queue.count > configuration.maxBatchSize else {
+                var taken: [SpanData] = []
+                swap(&taken, &queue)
+                return taken
+            }
+            defer { queue.removeFirst(configuration.maxBatchSize) }
+            return Array(queue.prefix(configuration.maxBatchSize))
         }
         guard !batch.isEmpty else { return configuration.scheduleDelay }
         if let wait = export(batch, tries: 1, now: now) { return wait }
