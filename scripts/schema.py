@@ -53,7 +53,7 @@ FAMILIES = [
                  "hand_back_jobs, refuse_jobs, dead_letter_jobs) jobs, and the trigger that checks an enqueuer's destination.",
         "objects": ["jobs", "jobs_id_seq", "completed_jobs"],
         "functions": ["has_due_job", "complete_jobs", "retry_jobs", "hand_back_jobs", "refuse_jobs", "dead_letter_jobs",
-                      "renew_leases", "check_enqueuer_destination"],
+                      "renew_leases", "check_enqueuer_destination", "queues_with_fairness_keys"],
         "prefixes": ["claim", "enqueue", "jobs_"],
     },
     {
@@ -62,9 +62,9 @@ FAMILIES = [
                  "and the functions those checks call (headers, secret names, W3C trace context).",
         "objects": ["destination_key", "header_map", "http_method", "http_url", "idempotency_key",
                     "job_kind", "media_type", "queue_name", "request_body", "secret_name", "traceparent",
-                    "tracestate", "unique_key"],
+                    "tracestate", "unique_key", "fairness_key"],
         "functions": ["is_secret_name", "check_headers", "headers_plainly_valid", "is_traceparent", "is_tracestate",
-                      "traceparent_rule", "tracestate_rule"],
+                      "traceparent_rule", "tracestate_rule", "is_fairness_key", "fairness_key_rule"],
         "prefixes": [],
     },
     {
@@ -75,6 +75,15 @@ FAMILIES = [
         "objects": ["breakers", "breaker_events", "breaker_events_id_seq", "breaker_transition_totals"],
         "functions": ["breakers_holding_back", "holds_back"],
         "prefixes": ["breaker_"],
+    },
+    {
+        "file": "tenants.sql",
+        "about": "fairness keys: courier.tenants (a key's weight and cap; a key without a row has weight 1 "
+                 "and no cap) and the tenant_* functions that set and clear it. The fair claim that reads it "
+                 "(claim_fair) is in jobs.sql.",
+        "objects": ["tenants"],
+        "functions": [],
+        "prefixes": ["tenant_"],
     },
     {
         "file": "destinations.sql",

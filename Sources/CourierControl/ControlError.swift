@@ -38,6 +38,7 @@ enum JobctlFlags {
         case "signing_secret": "--signing-secret"
         case "traceparent": "--traceparent"
         case "tracestate": "--tracestate"
+        case "fairness_key": "--fairness-key"
         default: field
         }
     }

@@ -81,6 +81,7 @@ extension Jobctl {
         if let ms = try timeoutMilliseconds(command) { request.timeoutMilliseconds = ms }
         if let type = command.value("expect-content-type") { request.expectContentType = type }
         if let name = command.value("signing-secret") { request.signingSecret = name }
+        if let key = command.value("fairness-key") { request.fairnessKey = key }
         // Only `enqueue` declares them: a schedule's runs have no enqueuing span.
         if declares("traceparent"), let traceparent = command.value("traceparent") { request.traceparent = traceparent }
         if declares("tracestate"), let tracestate = command.value("tracestate") { request.tracestate = tracestate }

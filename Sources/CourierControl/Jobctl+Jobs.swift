@@ -27,6 +27,7 @@ extension Jobctl {
         if let runAt = job.runAt { lines.append("run at:          \(Timestamp.format(runAt))") }
         if let deadline = job.deadline { lines.append("deadline:        \(Timestamp.format(deadline))") }
         if let unique = job.uniqueKey { lines.append("unique key:      \(unique)") }
+        if let key = job.fairnessKey { lines.append("fairness key:    \(key)") }
         if let traceparent = job.traceparent {
             lines.append("traceparent:     \(traceparent)" + (job.tracestate.map { " (tracestate \($0))" } ?? ""))
         }

@@ -105,6 +105,7 @@ extension Jobctl {
         if let key = command.value("unique-key") { handler.uniqueKey = key }
         if let destination = command.value("destination") { handler.destination = destination }
         if let ms = try timeoutMilliseconds(command) { handler.timeoutMilliseconds = ms }
+        if let key = command.value("fairness-key") { handler.fairnessKey = key }
     }
 
     private static func withinMilliseconds(_ command: ParsedCommand) throws -> Int64? {

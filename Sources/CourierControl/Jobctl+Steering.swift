@@ -23,6 +23,7 @@ extension Jobctl {
         search.destinations = list("destination").map(destinationCandidates)
         search.kinds = list("kind")
         search.urlPrefix = command.value("url-prefix")
+        search.fairnessKeys = list("fairness-key")
         search.createdSince = try command.timestamp("since", now: now)
         search.createdUntil = try command.timestamp("until", now: now)
         if let since = search.createdSince, let until = search.createdUntil, since >= until {

@@ -15,6 +15,9 @@ extension JobctlCommands {
                 repeatable: true),
         .option("kind", value: "KIND", help: "Only jobs of this kind (http, or a Swift handler's name).", repeatable: true),
         .option("url-prefix", value: "PREFIX", help: "Only jobs whose URL starts with PREFIX."),
+        .option("fairness-key", value: "KEY",
+                help: "Only jobs of this fairness key (waiting, running and dead: the archive of succeeded jobs keeps no key).",
+                repeatable: true),
         .option("since", value: "TIME", help: "Only jobs enqueued at or after TIME."),
         .option("until", value: "TIME", help: "Only jobs enqueued before TIME."),
     ]

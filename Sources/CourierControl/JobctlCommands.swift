@@ -24,7 +24,7 @@ public enum JobctlCommands {
             """,
         arguments: [databaseURL],
         subcommands: [migrate, enqueue, list, show, cancel, retry, update, stats, dead, breakers, breaker, queues, queue, destinations,
-                      destinationCommand, schedules, schedule, workers, dashboard, devdb]
+                      destinationCommand, tenants, tenantCommand, schedules, schedule, workers, dashboard, devdb]
     )
 
     // MARK: - Shared arguments
@@ -88,7 +88,7 @@ public enum JobctlCommands {
     static let enqueuePerJobFlags = [
         "method", "header", "data", "queue", "priority", "run-at", "in", "max-attempts", "deadline", "within",
         "idempotency-key", "no-idempotency-key", "unique-key", "destination", "timeout", "expect-content-type",
-        "signing-secret",
+        "signing-secret", "fairness-key",
     ]
 
     static let enqueue = CommandSpec(
@@ -153,6 +153,8 @@ public enum JobctlCommands {
                     help: "Treat a 2xx response of another content type as 'invalid_response', e.g. application/json."),
             .option("signing-secret", value: "NAME",
                     help: "Sign each attempt with the secret NAME (Standard Webhooks); the destination's default when not given."),
+            .option("fairness-key", value: "KEY",
+                    help: "The tenant the job works for: a queue's keys share its workers by weight (jobctl tenant set); the default key when not given."),
             .option("traceparent", value: "TRACEPARENT",
                     help: "The W3C traceparent of the span enqueuing the job (00-TRACEID-SPANID-FLAGS): its attempts' spans link to it."),
             .option("tracestate", value: "TRACESTATE", help: "The W3C tracestate that goes with --traceparent."),

@@ -5,7 +5,8 @@ extension DeadLettersTable {
     /// Both tables name them alike, so the list is both the insert's and the select's.
     static let keptJobColumns = """
         kind, queue, priority, destination, method, url, headers, body, timeout_ms, expect_content_type, \
-        idempotency_key, unique_key, args, max_attempts, deadline, created_at, signing_secret, traceparent, tracestate
+        idempotency_key, unique_key, args, max_attempts, deadline, created_at, signing_secret, traceparent, tracestate, \
+        fairness_key
         """
 
     /// The one statement that records dead letters: `insert into courier.dead_letters`

@@ -6,7 +6,7 @@ extension EnqueueRequest {
     public static let jsonFieldNames = [
         "url", "method", "headers", "body", "queue", "priority", "run_at", "max_attempts", "deadline",
         "idempotency_key", "unique_key", "destination", "timeout_ms", "expect_content_type", "signing_secret",
-        "traceparent", "tracestate",
+        "traceparent", "tracestate", "fairness_key",
     ]
 
     /// The keys an NDJSON line may carry: the parameters of `courier.enqueue`.
@@ -76,6 +76,7 @@ extension EnqueueRequest {
             case "signing_secret": signingSecret = try Self.optionalString(value, field: key)
             case "traceparent": traceparent = try Self.optionalString(value, field: key)
             case "tracestate": tracestate = try Self.optionalString(value, field: key)
+            case "fairness_key": fairnessKey = try Self.optionalString(value, field: key)
             default: break
             }
         }

@@ -70,6 +70,7 @@ extension EnqueueRequest {
             if traceparent == nil { throw ValidationError(field: "tracestate", message: "needs a traceparent") }
             try TraceContext.validate(tracestate: tracestate)
         }
+        if let fairnessKey { try FairnessKey.validate(fairnessKey) }
     }
 
     private var customIdempotencyKey: String? {

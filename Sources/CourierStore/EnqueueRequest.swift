@@ -47,6 +47,9 @@ public struct EnqueueRequest: Sendable, Equatable {
     public var traceparent: String?
     /// The W3C `tracestate` that goes with ``traceparent``.
     public var tracestate: String?
+    /// The tenant the job works for (``FairnessKey``): a queue's keys share its starts by
+    /// weight (`jobctl tenant set`). Nil: the default key, shared by every job without one.
+    public var fairnessKey: String?
 
     public init(url: String) {
         self.url = url
@@ -60,6 +63,7 @@ public struct EnqueueRequest: Sendable, Equatable {
             && lhs.uniqueKey == rhs.uniqueKey && lhs.destination == rhs.destination
             && lhs.timeoutMilliseconds == rhs.timeoutMilliseconds && lhs.expectContentType == rhs.expectContentType
             && lhs.signingSecret == rhs.signingSecret && lhs.traceparent == rhs.traceparent && lhs.tracestate == rhs.tracestate
+            && lhs.fairnessKey == rhs.fairnessKey
     }
 }
 

@@ -53,6 +53,8 @@ public struct JobRecord: Sendable, Equatable, Encodable {
     /// For a waiting or running job: the W3C `traceparent` it was enqueued with, and its `tracestate`.
     public var traceparent: String? = nil
     public var tracestate: String? = nil
+    /// The tenant the job works for (`fairness_key`); nil: the default key.
+    public var fairnessKey: String? = nil
 
     /// Why workers keep handing a job back (``refusal``).
     public struct Refusal: Sendable, Equatable, Encodable {
@@ -82,7 +84,7 @@ public struct JobRecord: Sendable, Equatable, Encodable {
         case durationMilliseconds = "duration_ms"
         case signingSecret = "signing_secret", signingSecretFrom = "signing_secret_from"
         case deadLetterID = "dead_letter_id"
-        case refusal, traceparent, tracestate
+        case refusal, traceparent, tracestate, fairnessKey = "fairness_key"
     }
 
     /// The fields the succeeded-jobs archive does not keep (see ``archivedFieldsOnly``).
@@ -128,6 +130,7 @@ public struct JobRecord: Sendable, Equatable, Encodable {
         try c.encodeIfPresent(refusal, forKey: .refusal)
         try c.encodeIfPresent(traceparent, forKey: .traceparent)
         try c.encodeIfPresent(tracestate, forKey: .tracestate)
+        try c.encodeIfPresent(fairnessKey, forKey: .fairnessKey)
     }
 
 

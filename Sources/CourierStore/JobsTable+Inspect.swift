@@ -8,11 +8,15 @@ extension JobsTable {
         public var state: String?
         public var queue: String?
         public var destination: String?
+        /// Jobs of this fairness key only.
+        public var fairnessKey: String?
         public var limit: Int = 100
-        public init(state: String? = nil, queue: String? = nil, destination: String? = nil, limit: Int = 100) {
+        public init(state: String? = nil, queue: String? = nil, destination: String? = nil, fairnessKey: String? = nil,
+                    limit: Int = 100) {
             self.state = state
             self.queue = queue
             self.destination = destination
+            self.fairnessKey = fairnessKey
             self.limit = limit
         }
     }
@@ -22,7 +26,8 @@ extension JobsTable {
         headers::text, idempotency_key, unique_key, timeout_ms, expect_content_type, created_at, errors::text,
         leased_by::text, lease_expires_at, cancel_requested_at, held_since, signing_secret,
         \(SigningSecretChoice.destinationDefaultSQL(for: "jobs.destination")),
-        case when refused_attempt = attempt then refusals else 0 end, refused_since, refusal, traceparent, tracestate
+        case when refused_attempt = attempt then refusals else 0 end, refused_since, refusal, traceparent, tracestate,
+        fairness_key
         """
 
     static func decodeWaiting(_ row: PostgresRow) throws -> JobRecord {
@@ -59,6 +64,7 @@ extension JobsTable {
         }
         record.traceparent = try row.decode(28, as: String?.self)
         record.tracestate = try row.decode(29, as: String?.self)
+        record.fairnessKey = try row.decode(30, as: String?.self)
         return record
     }
 
@@ -67,10 +73,11 @@ extension JobsTable {
         let sql = """
             select \(waitingColumns) from courier.jobs
             where ($1::text is null or state = $1) and ($2::text is null or queue = $2)
-              and ($3::text is null or destination = $3)
+              and ($3::text is null or destination = $3) and ($5::text is null or fairness_key = $5)
             order by id limit $4
             """
-        return try connection.query(PostgresQuery(unsafeSQL: sql, binds: [filter.state, filter.queue, filter.destination, filter.limit]))
+        return try connection.query(PostgresQuery(unsafeSQL: sql, binds: [filter.state, filter.queue, filter.destination, filter.limit,
+                                                                          filter.fairnessKey]))
             .rows.map(decodeWaiting)
     }
 

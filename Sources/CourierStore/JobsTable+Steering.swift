@@ -19,6 +19,8 @@ extension JobsTable {
         public var kinds: [String]?
         /// Only jobs whose URL starts with this text (compared as stored, unredacted).
         public var urlPrefix: String?
+        /// Only jobs of these fairness keys (the archive of succeeded jobs keeps no key: none of them match).
+        public var fairnessKeys: [String]?
         /// Only jobs enqueued at or after / before these times.
         public var createdSince: Date?
         public var createdUntil: Date?
@@ -28,7 +30,9 @@ extension JobsTable {
 
         public init(states: Set<ListedState> = [.available, .running], queues: [String]? = nil,
                     destinations: [String]? = nil, kinds: [String]? = nil, urlPrefix: String? = nil,
-                    createdSince: Date? = nil, createdUntil: Date? = nil, afterID: Int64? = nil, limit: Int = 50) {
+                    createdSince: Date? = nil, createdUntil: Date? = nil, afterID: Int64? = nil, limit: Int = 50,
+                    fairnessKeys: [String]? = nil) {
+            self.fairnessKeys = fairnessKeys
             self.states = states
             self.queues = queues
             self.destinations = destinations
@@ -41,8 +45,9 @@ extension JobsTable {
         }
 
         /// The filter's conditions on a table holding `idColumn`, `queue`, `destination`,
-        /// `kind`, `url` and `created_at`; every value is a bind.
-        func conditions(idColumn: String) -> PostgresQuery {
+        /// `kind`, `url`, `created_at` and, unless `keepsFairnessKey` is false, `fairness_key`;
+        /// every value is a bind.
+        func conditions(idColumn: String, keepsFairnessKey: Bool = true) -> PostgresQuery {
             var query = PostgresQuery(unsafeSQL: "(\(idColumn) > ")
             query.append("\(afterID ?? 0)::bigint)")
             query.append(" and (\(queues)::text[] is null or queue = any(\(queues)::text[]))")
@@ -51,6 +56,11 @@ extension JobsTable {
             query.append(" and (\(urlPrefix)::text is null or left(url, length(\(urlPrefix)::text)) = \(urlPrefix)::text)")
             query.append(" and (\(createdSince)::timestamptz is null or created_at >= \(createdSince)::timestamptz)")
             query.append(" and (\(createdUntil)::timestamptz is null or created_at < \(createdUntil)::timestamptz)")
+            if keepsFairnessKey {
+                query.append(" and (\(fairnessKeys)::text[] is null or fairness_key = any(\(fairnessKeys)::text[]))")
+            } else if fairnessKeys != nil {
+                query.append(" and false")
+            }
             return query
         }
 
@@ -75,7 +85,7 @@ extension JobsTable {
         }
         if search.states.contains(.succeeded) {
             var query = PostgresQuery(unsafeSQL: "select \(completedColumns) from courier.completed_jobs where ")
-            query.append(search.conditions(idColumn: "id"))
+            query.append(search.conditions(idColumn: "id", keepsFairnessKey: false))
             query.append(" order by id limit \(search.limit)")
             records += try connection.query(query).rows.map(decodeCompleted)
         }
@@ -94,11 +104,11 @@ extension JobsTable {
     /// How many jobs match `search`, ignoring its limit, counted up to `cap`.
     public static func count(_ search: Search, cap: Int = listCountCap, on connection: PostgresConnection) throws -> CappedCount {
         var total = 0
-        func add(_ table: String, _ idColumn: String, extra: PostgresQuery? = nil) throws {
+        func add(_ table: String, _ idColumn: String, extra: PostgresQuery? = nil, keepsFairnessKey: Bool = true) throws {
             guard total <= cap else { return }
             var query = PostgresQuery(unsafeSQL: "select count(*)::bigint from (select 1 from \(table) where ")
             if let extra { query.append(extra) }
-            query.append(search.conditions(idColumn: idColumn))
+            query.append(search.conditions(idColumn: idColumn, keepsFairnessKey: keepsFairnessKey))
             query.append(" limit \(cap + 1 - total)) s")
             total += try connection.query(query).rows[0].decode(0, as: Int.self)
         }
@@ -107,7 +117,7 @@ extension JobsTable {
             extra.append("\(states)::text[]) and ")
             try add("courier.jobs", "id", extra: extra)
         }
-        if search.states.contains(.succeeded) { try add("courier.completed_jobs", "id") }
+        if search.states.contains(.succeeded) { try add("courier.completed_jobs", "id", keepsFairnessKey: false) }
         if search.states.contains(.dead) { try add("courier.dead_letters", "job_id") }
         return CappedCount(counted: total, cap: cap)
     }
@@ -210,7 +220,7 @@ extension JobsTable {
     static let deadColumns = """
         job_id, kind, queue, priority, destination, method, url, headers::text, idempotency_key, unique_key,
         timeout_ms, expect_content_type, max_attempts, deadline, attempt, errors::text, reason, created_at, failed_at,
-        signing_secret, \(SigningSecretChoice.destinationDefaultSQL(for: "dead_letters.destination")), id
+        signing_secret, \(SigningSecretChoice.destinationDefaultSQL(for: "dead_letters.destination")), id, fairness_key
         """
 
     /// A dead job, from its dead letter (whose id it names).
@@ -230,6 +240,7 @@ extension JobsTable {
         )
         record.setSigningSecret(own: try row.decode(19, as: String?.self), destinationDefault: try row.decode(20, as: String?.self))
         record.deadLetterID = try row.decode(21, as: Int64.self)
+        record.fairnessKey = try row.decode(22, as: String?.self)
         return record
     }
 }

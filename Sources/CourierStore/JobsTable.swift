@@ -20,7 +20,7 @@ public enum JobsTable {
                     deadline => \(request.deadline), unique_key => \(request.uniqueKey)::text, destination => \(request.destination)::text,
                     timeout_ms => \(request.timeoutMilliseconds)::int, expect_content_type => \(request.expectContentType)::text,
                     signing_secret => \(request.signingSecret)::text, traceparent => \(request.traceparent)::text,
-                    tracestate => \(request.tracestate)::text)
+                    tracestate => \(request.tracestate)::text, fairness_key => \(request.fairnessKey)::text)
                 """
         case .custom, .none:
             let key: String? = if case .custom(let key) = request.idempotencyKey { key } else { nil }
@@ -31,7 +31,8 @@ public enum JobsTable {
                     deadline => \(request.deadline), unique_key => \(request.uniqueKey)::text, destination => \(request.destination)::text,
                     timeout_ms => \(request.timeoutMilliseconds)::int, expect_content_type => \(request.expectContentType)::text,
                     signing_secret => \(request.signingSecret)::text, idempotency_key => \(key)::text,
-                    traceparent => \(request.traceparent)::text, tracestate => \(request.tracestate)::text)
+                    traceparent => \(request.traceparent)::text, tracestate => \(request.tracestate)::text,
+                    fairness_key => \(request.fairnessKey)::text)
                 """
         }
         guard let row = try connection.query(query).rows.first else {
@@ -98,7 +99,8 @@ public enum JobsTable {
         var reported = 0
         let copied = try tx.copyIn("""
             copy courier.jobs (queue, priority, run_at, max_attempts, deadline, destination, method, url, headers,
-                body, timeout_ms, expect_content_type, idempotency_key, signing_secret, held_since, traceparent, tracestate) from stdin
+                body, timeout_ms, expect_content_type, idempotency_key, signing_secret, held_since, traceparent, tracestate,
+                fairness_key) from stdin
             """, producing: { emit in
                 var keys = RandomUUIDs()
                 var encoder = CopyRowEncoder(reservingCapacity: 260 * 1024)
@@ -138,7 +140,7 @@ public enum JobsTable {
                 ord bigint, url text, method text, headers jsonb, body text, queue text, priority int,
                 run_at timestamptz, max_attempts int, deadline timestamptz, idempotency_key text,
                 unique_key text, destination text, timeout_ms int, expect_content_type text, signing_secret text,
-                traceparent text, tracestate text
+                traceparent text, tracestate text, fairness_key text
             ) on commit delete rows
             """)
         var keys = RandomUUIDs()
@@ -160,7 +162,7 @@ public enum JobsTable {
             loaded += try tx.copyFrom("""
                 copy courier_enqueue_stage (ord, url, method, headers, body, queue, priority, run_at, max_attempts,
                     deadline, idempotency_key, unique_key, destination, timeout_ms, expect_content_type, signing_secret,
-                    traceparent, tracestate) from stdin
+                    traceparent, tracestate, fairness_key) from stdin
                 """, rows: rows)
             progress?(loaded)
             start = end
@@ -168,14 +170,14 @@ public enum JobsTable {
         let inserted = try tx.execute("""
             insert into courier.jobs (queue, priority, run_at, max_attempts, deadline, destination, method, url,
                 headers, body, timeout_ms, expect_content_type, idempotency_key, unique_key, unique_scope, signing_secret,
-                held_since, traceparent, tracestate)
+                held_since, traceparent, tracestate, fairness_key)
             select s.queue, s.priority, coalesce(s.run_at, now()), s.max_attempts, s.deadline, s.destination,
                 s.method, s.url, s.headers, s.body, s.timeout_ms, s.expect_content_type, s.idempotency_key,
                 -- Keys are unique per enqueuing role (sql/0021), as in courier.enqueue.
                 s.unique_key, case when s.unique_key is not null then session_user::text end, s.signing_secret,
                 -- Jobs for a destination whose breaker is open start out held.
                 case when held.destination is not null then now() end,
-                s.traceparent, s.tracestate
+                s.traceparent, s.tracestate, s.fairness_key
             from courier_enqueue_stage s
             left join (select destination from courier.breakers where state <> 'closed') held
                 on held.destination = s.destination
@@ -211,6 +213,7 @@ public enum JobsTable {
         encoder.append(held ? now : nil)
         encoder.append(request.traceparent)
         encoder.append(request.tracestate)
+        encoder.append(request.fairnessKey)
         encoder.endRow()
     }
 
@@ -225,7 +228,7 @@ public enum JobsTable {
             String(request.priority), request.runAt?.postgresText, String(request.maxAttempts),
             request.deadline?.postgresText, key, request.uniqueKey, destination,
             String(request.timeoutMilliseconds), request.expectContentType?.asciiLowercased, request.signingSecret,
-            request.traceparent, request.tracestate,
+            request.traceparent, request.tracestate, request.fairnessKey,
         ]
     }
 }

@@ -62,6 +62,7 @@ extension Migration {
         Migration(version: 43, name: "0043_an_origins_limits_cover_its_sub_keys.sql",
                   bytes: PackageResources._043_an_origins_limits_cover_its_sub_keys_sql),
         Migration(version: 44, name: "0044_trace_context.sql", bytes: PackageResources._044_trace_context_sql),
+        Migration(version: 45, name: "0045_fairness_keys.sql", bytes: PackageResources._045_fairness_keys_sql),
     ]
 
     init(version: Int, name: String, bytes: [UInt8]) {

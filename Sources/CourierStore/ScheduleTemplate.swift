@@ -21,6 +21,8 @@ public struct ScheduleTemplate: Sendable, Equatable {
         public var uniqueKey: String?
         public var destination: String?
         public var timeoutMilliseconds = JobDefaults.timeoutMilliseconds
+        /// The runs' fairness key (``FairnessKey``); nil: the default key.
+        public var fairnessKey: String?
         public init(kind: String) { self.kind = kind }
     }
 
@@ -44,6 +46,7 @@ public struct ScheduleTemplate: Sendable, Equatable {
     /// The fields of a handler job.
     public static let handlerFields: Set<String> = [
         "kind", "args", "queue", "priority", "max_attempts", "unique_key", "destination", "timeout_ms", "within_ms",
+        "fairness_key",
     ]
 
     /// The idempotency key of one run: `schedule:<name>:<slot in UTC, RFC 3339>`.
@@ -130,6 +133,10 @@ public struct ScheduleTemplate: Sendable, Equatable {
         job.timeoutMilliseconds = try integer("timeout_ms", 1...3_600_000) ?? JobDefaults.timeoutMilliseconds
         job.uniqueKey = try string("unique_key")
         job.destination = try string("destination")
+        if let key = try string("fairness_key") {
+            try FairnessKey.validate(key)
+            job.fairnessKey = key
+        }
         return job
     }
 
@@ -138,7 +145,7 @@ public struct ScheduleTemplate: Sendable, Equatable {
     /// `courier.enqueue` would be dropped from schedules.
     public static let httpFields: Set<String> = [
         "url", "method", "headers", "body", "queue", "priority", "max_attempts", "unique_key", "destination",
-        "timeout_ms", "expect_content_type", "signing_secret",
+        "timeout_ms", "expect_content_type", "signing_secret", "fairness_key",
     ]
 
     /// The template as the JSON object stored in the database, keys sorted.
@@ -163,6 +170,7 @@ public struct ScheduleTemplate: Sendable, Equatable {
             fields.append(("timeout_ms", String(r.timeoutMilliseconds)))
             if let type = r.expectContentType { fields.append(("expect_content_type", quoted(type))) }
             if let name = r.signingSecret { fields.append(("signing_secret", quoted(name))) }
+            if let key = r.fairnessKey { fields.append(("fairness_key", quoted(key))) }
         case .handler(let h):
             fields.append(("kind", quoted(h.kind)))
             fields.append(("args", h.args))
@@ -172,6 +180,7 @@ public struct ScheduleTemplate: Sendable, Equatable {
             if let key = h.uniqueKey { fields.append(("unique_key", quoted(key))) }
             if let destination = h.destination { fields.append(("destination", quoted(destination))) }
             fields.append(("timeout_ms", String(h.timeoutMilliseconds)))
+            if let key = h.fairnessKey { fields.append(("fairness_key", quoted(key))) }
         }
         if let within = withinMilliseconds { fields.append(("within_ms", String(within))) }
         return "{" + fields.sorted { $0.0 < $1.0 }.map { quoted($0.0) + ": " + $0.1 }.joined(separator: ", ") + "}"
@@ -224,7 +233,8 @@ public struct ScheduleTemplate: Sendable, Equatable {
                 select courier.enqueue_job(kind => \(h.kind)::text, args => \(PostgresJSON(h.args)), queue => \(h.queue)::text,
                     priority => \(h.priority)::int, run_at => \(slot)::timestamptz, max_attempts => \(h.maxAttempts)::int,
                     deadline => \(deadline)::timestamptz, idempotency_key => \(key)::text, unique_key => \(h.uniqueKey)::text,
-                    destination => \(h.destination)::text, timeout_ms => \(h.timeoutMilliseconds)::int)
+                    destination => \(h.destination)::text, timeout_ms => \(h.timeoutMilliseconds)::int,
+                    fairness_key => \(h.fairnessKey)::text)
                 """).rows
             return try rows[0].decode(0, as: Int64.self)
         }

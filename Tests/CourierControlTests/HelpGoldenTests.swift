@@ -171,7 +171,7 @@ struct JobctlCommandsTests {
         (["dead", "purge", "1", "--older-than", "7d"], "error: --older-than: cannot be combined with ID"),
         (["show"], "error: ID: missing argument"),
         (["show", "1", "2"], "error: unexpected argument '2'"),
-        (["cancel"], "error: expected one of ID..., --queue, --destination, --kind, --url-prefix, --since, --until"),
+        (["cancel"], "error: expected one of ID..., --queue, --destination, --kind, --url-prefix, --fairness-key, --since, --until"),
         (["retry"], "error: ID: missing argument"),
         (["update", "1"], "error: expected one of --run-at, --in, --priority"),
         (["breaker", "open"], "error: DESTINATION: missing argument"),

@@ -41,6 +41,7 @@ CREATE TABLE courier.dead_letters (
     signing_secret text,
     traceparent text,
     tracestate text,
+    fairness_key text,
     CONSTRAINT dead_letters_reason_check CHECK ((reason = ANY (ARRAY['permanent'::text, 'invalid_response'::text, 'exhausted'::text, 'deadline'::text, 'ambiguous'::text, 'cancelled'::text])))
 );
 
@@ -181,14 +182,14 @@ begin
     inserted as (
         insert into courier.jobs (id, kind, queue, priority, run_at, max_attempts, deadline, destination, method, url,
                                   headers, body, timeout_ms, expect_content_type, idempotency_key, args, signing_secret,
-                                  traceparent, tracestate)
+                                  traceparent, tracestate, fairness_key)
         overriding system value
         select pl.new_id, pl.kind, pl.queue, pl.priority, pl.new_run_at, pl.max_attempts,
                case when pl.deadline is null then null
                     when pl.deadline > pl.new_run_at then pl.deadline
                     else pl.new_run_at + (pl.deadline - pl.created_at) end,
                pl.destination, pl.method, pl.url, pl.headers, pl.body, pl.timeout_ms, pl.expect_content_type,
-               pl.idempotency_key, pl.args, pl.signing_secret, pl.traceparent, pl.tracestate
+               pl.idempotency_key, pl.args, pl.signing_secret, pl.traceparent, pl.tracestate, pl.fairness_key
         from planned pl
         where not replay_dead_letters.dry_run
         returning id

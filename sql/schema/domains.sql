@@ -142,6 +142,14 @@ CREATE DOMAIN courier.unique_key AS text
 
 
 --
+-- Name: fairness_key; Type: DOMAIN
+--
+
+CREATE DOMAIN courier.fairness_key AS text
+	CONSTRAINT jobs_fairness_key_check CHECK (courier.is_fairness_key(VALUE));
+
+
+--
 -- Name: check_headers(jsonb); Type: FUNCTION
 --
 
@@ -209,6 +217,25 @@ GRANT ALL ON FUNCTION courier.check_headers(p_headers jsonb) TO courier_admin;
 
 
 --
+-- Name: fairness_key_rule(); Type: FUNCTION
+--
+
+CREATE FUNCTION courier.fairness_key_rule() RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$ select 'must be 1 to 128 printable ASCII characters without spaces' $$;
+
+
+--
+-- Name: FUNCTION fairness_key_rule(); Type: ACL
+--
+
+REVOKE ALL ON FUNCTION courier.fairness_key_rule() FROM PUBLIC;
+GRANT ALL ON FUNCTION courier.fairness_key_rule() TO courier_worker;
+GRANT ALL ON FUNCTION courier.fairness_key_rule() TO courier_admin;
+GRANT ALL ON FUNCTION courier.fairness_key_rule() TO courier_enqueue;
+
+
+--
 -- Name: headers_plainly_valid(jsonb); Type: FUNCTION
 --
 
@@ -230,6 +257,25 @@ $_$;
 REVOKE ALL ON FUNCTION courier.headers_plainly_valid(p_headers jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION courier.headers_plainly_valid(p_headers jsonb) TO courier_worker;
 GRANT ALL ON FUNCTION courier.headers_plainly_valid(p_headers jsonb) TO courier_admin;
+
+
+--
+-- Name: is_fairness_key(text); Type: FUNCTION
+--
+
+CREATE FUNCTION courier.is_fairness_key(value text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    AS $_$ select value ~ '^[\x21-\x7e]{1,128}$' $_$;
+
+
+--
+-- Name: FUNCTION is_fairness_key(value text); Type: ACL
+--
+
+REVOKE ALL ON FUNCTION courier.is_fairness_key(value text) FROM PUBLIC;
+GRANT ALL ON FUNCTION courier.is_fairness_key(value text) TO courier_worker;
+GRANT ALL ON FUNCTION courier.is_fairness_key(value text) TO courier_admin;
+GRANT ALL ON FUNCTION courier.is_fairness_key(value text) TO courier_enqueue;
 
 
 --

@@ -49,6 +49,7 @@ CREATE TABLE courier.jobs (
     refusal text,
     traceparent courier.traceparent,
     tracestate courier.tracestate,
+    fairness_key courier.fairness_key,
     CONSTRAINT jobs_attempt_check CHECK ((attempt >= 0)),
     CONSTRAINT jobs_max_attempts_check CHECK (((max_attempts >= 1) AND (max_attempts <= 1000))),
     CONSTRAINT jobs_priority_check CHECK (((priority >= '-32768'::integer) AND (priority <= 32767))),
@@ -115,6 +116,20 @@ CREATE INDEX jobs_destination_idx ON courier.jobs USING btree (destination, held
 
 
 --
+-- Name: jobs_fair_idx; Type: INDEX
+--
+
+CREATE INDEX jobs_fair_idx ON courier.jobs USING btree (queue, fairness_key, priority, run_at, id) WHERE ((state = 'available'::text) AND (held_since IS NULL) AND (NOT gated) AND (fairness_key IS NOT NULL));
+
+
+--
+-- Name: jobs_fair_running_idx; Type: INDEX
+--
+
+CREATE INDEX jobs_fair_running_idx ON courier.jobs USING btree (fairness_key) WHERE ((state = 'running'::text) AND (fairness_key IS NOT NULL));
+
+
+--
 -- Name: jobs_gated_idx; Type: INDEX
 --
 
@@ -139,7 +154,7 @@ CREATE INDEX jobs_held_idx ON courier.jobs USING btree (destination) WHERE (held
 -- Name: jobs_runnable_idx; Type: INDEX
 --
 
-CREATE INDEX jobs_runnable_idx ON courier.jobs USING btree (queue, priority, run_at, id) WHERE ((state = 'available'::text) AND (held_since IS NULL) AND (NOT gated));
+CREATE INDEX jobs_runnable_idx ON courier.jobs USING btree (queue, priority, run_at, id) WHERE ((state = 'available'::text) AND (held_since IS NULL) AND (NOT gated) AND (fairness_key IS NULL));
 
 
 --
@@ -182,6 +197,13 @@ CREATE TRIGGER jobs_gate_new BEFORE INSERT ON courier.jobs FOR EACH ROW EXECUTE 
 --
 
 CREATE TRIGGER jobs_trace_context BEFORE INSERT ON courier.jobs FOR EACH ROW WHEN (((new.traceparent IS NULL) AND (current_setting('courier.traceparent'::text, true) <> ''::text))) EXECUTE FUNCTION courier.jobs_trace_context();
+
+
+--
+-- Name: COLUMN jobs.fairness_key; Type: COMMENT
+--
+
+COMMENT ON COLUMN courier.jobs.fairness_key IS 'The tenant the job works for: keys share a queue''s starts by weight (courier.tenants); NULL is the default key.';
 
 
 --
@@ -334,14 +356,14 @@ begin
     select h.last,
            coalesce(p_after_priority,
                     (select c.priority from courier.jobs c
-                     where c.queue = p_queue and c.state = 'available' and c.held_since is null and not c.gated
+                     where c.queue = p_queue and c.state = 'available' and c.held_since is null and not c.gated and c.fairness_key is null
                        and c.priority < h.last
                      order by c.queue, c.priority
                      limit 1),
                     h.last)
     into v_last, v_priority
     from (select (select c.priority from courier.jobs c
-                  where c.queue = p_queue and c.state = 'available' and c.held_since is null and not c.gated
+                  where c.queue = p_queue and c.state = 'available' and c.held_since is null and not c.gated and c.fairness_key is null
                   order by c.queue desc, c.priority desc
                   limit 1) as last
           offset 0) h
@@ -365,7 +387,7 @@ begin
             lease_expires_at = now() + p_lease_ms * interval '1 millisecond', attempted_at = now()
         where j.id = any(array(
                 select c.id from courier.jobs c
-                where c.queue = p_queue and c.state = 'available' and c.held_since is null and not c.gated
+                where c.queue = p_queue and c.state = 'available' and c.held_since is null and not c.gated and c.fairness_key is null
                   and c.priority = v_priority and (c.run_at, c.id) > (v_after, v_after_id) and c.run_at <= now()
                   and (select courier.holds_back(b) from courier.breakers b
                        where b.destination = c.destination) is not true
@@ -379,7 +401,7 @@ begin
         v_left := v_left - v_got;
         exit when v_left <= 0 or v_priority >= v_last;
         select c.priority into v_priority from courier.jobs c
-        where c.queue = p_queue and c.state = 'available' and c.held_since is null and not c.gated
+        where c.queue = p_queue and c.state = 'available' and c.held_since is null and not c.gated and c.fairness_key is null
           and c.priority > v_priority
         order by c.queue, c.priority
         limit 1;
@@ -398,6 +420,287 @@ $$;
 REVOKE ALL ON FUNCTION courier.claim(p_queue text, p_limit integer, p_worker uuid, p_lease_ms integer, p_after_priority integer, p_after_run_at_us bigint, p_after_id bigint) FROM PUBLIC;
 GRANT ALL ON FUNCTION courier.claim(p_queue text, p_limit integer, p_worker uuid, p_lease_ms integer, p_after_priority integer, p_after_run_at_us bigint, p_after_id bigint) TO courier_worker;
 GRANT ALL ON FUNCTION courier.claim(p_queue text, p_limit integer, p_worker uuid, p_lease_ms integer, p_after_priority integer, p_after_run_at_us bigint, p_after_id bigint) TO courier_admin;
+
+
+--
+-- Name: claim_fair(text, integer, uuid, integer, text, integer, integer, integer, text[], integer[], bigint[], bigint[]); Type: FUNCTION
+--
+
+CREATE FUNCTION courier.claim_fair(p_queue text, p_limit integer, p_worker uuid, p_lease_ms integer, p_after text, p_after_left integer, p_quantum integer, p_visit integer, p_bound_keys text[], p_bound_priorities integer[], p_bound_run_at_us bigint[], p_bound_ids bigint[]) RETURNS TABLE(job courier.jobs, cursor_key text, cursor_left integer)
+    LANGUAGE plpgsql SECURITY DEFINER ROWS 100
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_left      int := p_limit;
+    v_key       text := p_after;       -- the key being visited; NULL before a round's start
+    v_quantum   int := coalesce(p_after_left, 0);
+    v_visits    int := 0;
+    v_rounds    int := 0;              -- rounds begun in this call
+    v_took      boolean := false;      -- whether the round being walked took a job
+    v_takers    int := 0;              -- keys of that round that gave jobs, and the last of them
+    v_taker     text;
+    v_solo      text;                  -- the only key with due jobs: it may take all that is left
+    v_first     text;
+    v_last      text;
+    v_weight    int;
+    v_cap       int;
+    v_running   int;
+    v_take      int;
+    v_offer     int;
+    v_got       int;
+    v_any_gated boolean;
+    v_bound     record;
+    v_known     text;
+    v_tenants   boolean;
+begin
+    if p_limit <= 0 or p_quantum <= 0
+       or exists (select 1 from courier.queue_settings q where q.queue = p_queue and q.paused) then
+        return query select null::courier.jobs, p_after, p_after_left;
+        return;
+    end if;
+    v_any_gated := exists (select 1 from courier.destinations d where d.gated);
+    -- Without any row in courier.tenants every key has weight 1 and no cap: no look-up per visit.
+    v_tenants := exists (select 1 from courier.tenants);
+    -- One key alone waiting (no key below the last of jobs_fair_idx, read from its tail, and no
+    -- job without a key): it is the whole round, and takes all in one visit.
+    -- (Looked for only when the call may take more than one quantum.)
+    if p_limit > p_quantum then
+        select max(c.fairness_key) into v_last from courier.jobs c
+        where c.queue = p_queue and c.state = 'available' and c.held_since is null and not c.gated
+          and c.fairness_key is not null;
+        select max(c.fairness_key) into v_first from courier.jobs c
+        where c.queue = p_queue and c.state = 'available' and c.held_since is null and not c.gated
+          and c.fairness_key is not null and c.fairness_key < v_last;
+    end if;
+    if p_limit > p_quantum and v_first is null
+       and not exists (select 1 from courier.jobs c
+                       where c.queue = p_queue and c.state = 'available' and c.held_since is null and not c.gated
+                         and c.fairness_key is null) then
+        v_solo := coalesce(v_last, '');
+    end if;
+    while v_left > 0 and v_visits < p_visit loop
+        if v_quantum <= 0 then
+            -- The next key with waiting jobs, or the round's end. A descent of jobs_fair_idx to
+            -- the next key steps over the dead entries claimed jobs leave at the head of that
+            -- key's range until VACUUM (thousands for a busy key); so when the worker has a
+            -- bound for a later key, only the gap before it is looked into (no entry there: one
+            -- descent), and that key is visited from its bound.
+            if v_key is not null then
+                select min(b) into v_known from unnest(p_bound_keys) b where b > v_key;
+                if v_known is not null
+                   and not exists (select 1 from courier.jobs c
+                                   where c.queue = p_queue and c.state = 'available' and c.held_since is null
+                                     and not c.gated and c.fairness_key is not null
+                                     and c.fairness_key > v_key and c.fairness_key < v_known) then
+                    v_key := v_known;
+                else
+                    select min(c.fairness_key) into v_key from courier.jobs c
+                    where c.queue = p_queue and c.state = 'available' and c.held_since is null and not c.gated
+                      and c.fairness_key is not null and c.fairness_key > v_key;
+                end if;
+            end if;
+            if v_key is null then
+                -- A round begins with the default key; a whole round that took nothing ends the call.
+                exit when v_rounds > 0 and not v_took;
+                -- A round in which one key alone had due jobs: while that holds it may take
+                -- all that is left when its turn comes (a single tenant drains in few visits).
+                v_solo := case when v_rounds > 0 and v_takers = 1 then v_taker else v_solo end;
+                v_rounds := v_rounds + 1;
+                v_took := false;
+                v_takers := 0;
+                v_taker := null;
+                v_key := '';
+            end if;
+            v_weight := null;
+            v_cap := null;
+            if v_tenants then
+                select t.weight, t.max_in_flight into v_weight, v_cap from courier.tenants t where t.fairness_key = v_key;
+            end if;
+            v_quantum := case when v_key = v_solo then v_left else coalesce(v_weight, 1) * p_quantum end;
+        else
+            -- Going on with the cursor's key: its cap may have changed since.
+            v_cap := null;
+            if v_tenants then
+                select t.max_in_flight into v_cap from courier.tenants t where t.fairness_key = v_key;
+            end if;
+        end if;
+        v_visits := v_visits + 1;
+        v_take := least(v_left, v_quantum);
+        v_offer := v_take;
+        if v_cap is not null then
+            perform 1 from courier.tenants t where t.fairness_key = v_key for update skip locked;
+            if not found then
+                v_take := 0;
+            else
+                select count(*) into v_running from courier.jobs c
+                where c.fairness_key = v_key and c.state = 'running';
+                v_take := least(v_take, greatest(0, v_cap - v_running));
+            end if;
+        end if;
+        v_got := 0;
+        if v_take > 0 then
+            select b.p, timestamptz 'epoch' + b.r * interval '1 microsecond' as r, b.i into v_bound
+            from unnest(p_bound_keys, p_bound_priorities, p_bound_run_at_us, p_bound_ids) b(k, p, r, i)
+            where b.k = v_key;
+            return query select t, null::text, null::int
+                         from courier.claim_fair_take(p_queue, v_key, p_worker, p_lease_ms, v_take, v_any_gated,
+                                                      v_bound.p, v_bound.r, v_bound.i) t;
+            get diagnostics v_got = row_count;
+            v_left := v_left - v_got;
+            v_took := v_took or v_got > 0;
+            if v_got > 0 and v_taker is distinct from v_key then
+                v_takers := v_takers + 1;
+                v_taker := v_key;
+            end if;
+        end if;
+        -- A key held to less by its cap, or that gave less than it was offered (nothing more is
+        -- due), ends its visit, and what it did not use is not kept; one cut short by this call's
+        -- limit goes on in the next call.
+        v_quantum := case when v_take < v_offer or v_got < v_take then 0 else v_quantum - v_got end;
+    end loop;
+    return query select null::courier.jobs, v_key, v_quantum;
+end
+$$;
+
+
+--
+-- Name: FUNCTION claim_fair(p_queue text, p_limit integer, p_worker uuid, p_lease_ms integer, p_after text, p_after_left integer, p_quantum integer, p_visit integer, p_bound_keys text[], p_bound_priorities integer[], p_bound_run_at_us bigint[], p_bound_ids bigint[]); Type: ACL
+--
+
+REVOKE ALL ON FUNCTION courier.claim_fair(p_queue text, p_limit integer, p_worker uuid, p_lease_ms integer, p_after text, p_after_left integer, p_quantum integer, p_visit integer, p_bound_keys text[], p_bound_priorities integer[], p_bound_run_at_us bigint[], p_bound_ids bigint[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION courier.claim_fair(p_queue text, p_limit integer, p_worker uuid, p_lease_ms integer, p_after text, p_after_left integer, p_quantum integer, p_visit integer, p_bound_keys text[], p_bound_priorities integer[], p_bound_run_at_us bigint[], p_bound_ids bigint[]) TO courier_worker;
+GRANT ALL ON FUNCTION courier.claim_fair(p_queue text, p_limit integer, p_worker uuid, p_lease_ms integer, p_after text, p_after_left integer, p_quantum integer, p_visit integer, p_bound_keys text[], p_bound_priorities integer[], p_bound_run_at_us bigint[], p_bound_ids bigint[]) TO courier_admin;
+
+
+--
+-- Name: claim_fair_take(text, text, uuid, integer, integer, boolean, integer, timestamp with time zone, bigint); Type: FUNCTION
+--
+
+CREATE FUNCTION courier.claim_fair_take(p_queue text, p_key text, p_worker uuid, p_lease_ms integer, p_limit integer, p_any_gated boolean, p_after_priority integer, p_after_run_at timestamp with time zone, p_after_id bigint) RETURNS SETOF courier.jobs
+    LANGUAGE plpgsql ROWS 10
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET plan_cache_mode TO 'force_generic_plan'
+    SET enable_seqscan TO 'off'
+    SET enable_bitmapscan TO 'off'
+    SET enable_sort TO 'off'
+    SET jit TO 'off'
+    AS $$
+declare
+    v_left     int := p_limit;
+    v_priority int;
+    v_last     int;
+    v_ids      bigint[];
+    v_got      int;
+begin
+    loop
+        exit when v_left <= 0;
+        if p_key = '' then
+            -- The highest waiting priority from the index's tail first (claimed jobs leave dead
+            -- entries at the head until VACUUM: 0037), then the lowest only below it.
+            if v_last is null then
+                select c.priority into v_last from courier.jobs c
+                where c.queue = p_queue and c.state = 'available' and c.held_since is null and not c.gated and c.fairness_key is null
+                order by c.queue, c.priority desc limit 1;
+                exit when not found;
+                select c.priority into v_priority from courier.jobs c
+                where c.queue = p_queue and c.state = 'available' and c.held_since is null and not c.gated and c.fairness_key is null and c.priority < v_last
+                order by c.queue, c.priority limit 1;
+                v_priority := coalesce(v_priority, v_last);
+            else
+                exit when v_priority >= v_last;
+                select c.priority into v_priority from courier.jobs c
+                where c.queue = p_queue and c.state = 'available' and c.held_since is null and not c.gated and c.fairness_key is null and c.priority > v_priority
+                order by c.queue, c.priority limit 1;
+                exit when not found;
+            end if;
+            -- From the worker's bound in this priority (where its last claim of the key stopped),
+            -- then, if that came back short, from the start.
+            v_ids := case when v_priority = p_after_priority then array(
+                select c.id from courier.jobs c
+                where c.queue = p_queue and c.state = 'available' and c.held_since is null and not c.gated and c.fairness_key is null and c.priority = v_priority and c.run_at <= now()
+                  and (c.run_at, c.id) > (p_after_run_at, p_after_id)
+                  and (select courier.holds_back(b) from courier.breakers b where b.destination = c.destination) is not true
+                  and (not p_any_gated
+                       or (select d.gated from courier.destinations d where d.destination = c.destination) is not true)
+                order by c.queue, c.priority, c.run_at, c.id
+                limit v_left
+                for update skip locked) else '{}' end;
+            if cardinality(v_ids) < v_left then
+                v_ids := v_ids || array(
+                    select c.id from courier.jobs c
+                    where c.queue = p_queue and c.state = 'available' and c.held_since is null and not c.gated and c.fairness_key is null and c.priority = v_priority and c.run_at <= now() and c.id <> all(v_ids)
+                      and (select courier.holds_back(b) from courier.breakers b where b.destination = c.destination) is not true
+                      and (not p_any_gated
+                           or (select d.gated from courier.destinations d where d.destination = c.destination) is not true)
+                    order by c.queue, c.priority, c.run_at, c.id
+                    limit v_left - cardinality(v_ids)
+                    for update skip locked);
+            end if;
+        else
+            -- The highest waiting priority from the index's tail first (claimed jobs leave dead
+            -- entries at the head until VACUUM: 0037), then the lowest only below it.
+            if v_last is null then
+                select c.priority into v_last from courier.jobs c
+                where c.queue = p_queue and c.fairness_key = p_key and c.state = 'available' and c.held_since is null and not c.gated
+                order by c.queue, c.fairness_key, c.priority desc limit 1;
+                exit when not found;
+                select c.priority into v_priority from courier.jobs c
+                where c.queue = p_queue and c.fairness_key = p_key and c.state = 'available' and c.held_since is null and not c.gated and c.priority < v_last
+                order by c.queue, c.fairness_key, c.priority limit 1;
+                v_priority := coalesce(v_priority, v_last);
+            else
+                exit when v_priority >= v_last;
+                select c.priority into v_priority from courier.jobs c
+                where c.queue = p_queue and c.fairness_key = p_key and c.state = 'available' and c.held_since is null and not c.gated and c.priority > v_priority
+                order by c.queue, c.fairness_key, c.priority limit 1;
+                exit when not found;
+            end if;
+            -- From the worker's bound in this priority (where its last claim of the key stopped),
+            -- then, if that came back short, from the start.
+            v_ids := case when v_priority = p_after_priority then array(
+                select c.id from courier.jobs c
+                where c.queue = p_queue and c.fairness_key = p_key and c.state = 'available' and c.held_since is null and not c.gated and c.priority = v_priority and c.run_at <= now()
+                  and (c.run_at, c.id) > (p_after_run_at, p_after_id)
+                  and (select courier.holds_back(b) from courier.breakers b where b.destination = c.destination) is not true
+                  and (not p_any_gated
+                       or (select d.gated from courier.destinations d where d.destination = c.destination) is not true)
+                order by c.queue, c.fairness_key, c.priority, c.run_at, c.id
+                limit v_left
+                for update skip locked) else '{}' end;
+            if cardinality(v_ids) < v_left then
+                v_ids := v_ids || array(
+                    select c.id from courier.jobs c
+                    where c.queue = p_queue and c.fairness_key = p_key and c.state = 'available' and c.held_since is null and not c.gated and c.priority = v_priority and c.run_at <= now() and c.id <> all(v_ids)
+                      and (select courier.holds_back(b) from courier.breakers b where b.destination = c.destination) is not true
+                      and (not p_any_gated
+                           or (select d.gated from courier.destinations d where d.destination = c.destination) is not true)
+                    order by c.queue, c.fairness_key, c.priority, c.run_at, c.id
+                    limit v_left - cardinality(v_ids)
+                    for update skip locked);
+            end if;
+        end if;
+        if cardinality(v_ids) > 0 then
+            return query
+            update courier.jobs j
+            set state = 'running', attempt = j.attempt + 1, lease_seq = j.lease_seq + 1, leased_by = p_worker,
+                lease_expires_at = now() + p_lease_ms * interval '1 millisecond', attempted_at = now()
+            where j.id = any(v_ids)
+            returning j.*;
+            get diagnostics v_got = row_count;
+            v_left := v_left - v_got;
+        end if;
+    end loop;
+end
+$$;
+
+
+--
+-- Name: FUNCTION claim_fair_take(p_queue text, p_key text, p_worker uuid, p_lease_ms integer, p_limit integer, p_any_gated boolean, p_after_priority integer, p_after_run_at timestamp with time zone, p_after_id bigint); Type: ACL
+--
+
+REVOKE ALL ON FUNCTION courier.claim_fair_take(p_queue text, p_key text, p_worker uuid, p_lease_ms integer, p_limit integer, p_any_gated boolean, p_after_priority integer, p_after_run_at timestamp with time zone, p_after_id bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION courier.claim_fair_take(p_queue text, p_key text, p_worker uuid, p_lease_ms integer, p_limit integer, p_any_gated boolean, p_after_priority integer, p_after_run_at timestamp with time zone, p_after_id bigint) TO courier_worker;
+GRANT ALL ON FUNCTION courier.claim_fair_take(p_queue text, p_key text, p_worker uuid, p_lease_ms integer, p_limit integer, p_any_gated boolean, p_after_priority integer, p_after_run_at timestamp with time zone, p_after_id bigint) TO courier_admin;
 
 
 --
@@ -972,12 +1275,12 @@ begin
     recorded as (
         insert into courier.dead_letters (job_id, reason, attempt, errors, last_class, last_status, worker,
             kind, queue, priority, destination, method, url, headers, body, timeout_ms, expect_content_type,
-            idempotency_key, unique_key, args, max_attempts, deadline, created_at, signing_secret, traceparent, tracestate)
+            idempotency_key, unique_key, args, max_attempts, deadline, created_at, signing_secret, traceparent, tracestate, fairness_key)
         select id, dl_reason, case when dl_never_ran then attempt - 1 else attempt end,
             case when dl_error = '' then errors else errors || jsonb_build_array(dl_error::jsonb) end,
             nullif(dl_class, ''), nullif(dl_status, -1), leased_by::text,
             kind, queue, priority, destination, method, url, headers, body, timeout_ms, expect_content_type,
-            idempotency_key, unique_key, args, max_attempts, deadline, created_at, signing_secret, traceparent, tracestate
+            idempotency_key, unique_key, args, max_attempts, deadline, created_at, signing_secret, traceparent, tracestate, fairness_key
         from gone
         returning job_id
     )
@@ -1064,10 +1367,10 @@ GRANT ALL ON FUNCTION courier.dead_letter_jobs(p_ids bigint[], p_leases bigint[]
 
 
 --
--- Name: enqueue(text, text, jsonb, text, text, integer, timestamp with time zone, integer, timestamp with time zone, text, text, text, integer, text, text, text, text); Type: FUNCTION
+-- Name: enqueue(text, text, jsonb, text, text, integer, timestamp with time zone, integer, timestamp with time zone, text, text, text, integer, text, text, text, text, text); Type: FUNCTION
 --
 
-CREATE FUNCTION courier.enqueue(url text, method text DEFAULT 'POST'::text, headers jsonb DEFAULT '{}'::jsonb, body text DEFAULT NULL::text, queue text DEFAULT 'default'::text, priority integer DEFAULT 0, run_at timestamp with time zone DEFAULT now(), max_attempts integer DEFAULT 25, deadline timestamp with time zone DEFAULT NULL::timestamp with time zone, idempotency_key text DEFAULT (gen_random_uuid())::text, unique_key text DEFAULT NULL::text, destination text DEFAULT NULL::text, timeout_ms integer DEFAULT 30000, expect_content_type text DEFAULT NULL::text, signing_secret text DEFAULT NULL::text, traceparent text DEFAULT NULL::text, tracestate text DEFAULT NULL::text) RETURNS bigint
+CREATE FUNCTION courier.enqueue(url text, method text DEFAULT 'POST'::text, headers jsonb DEFAULT '{}'::jsonb, body text DEFAULT NULL::text, queue text DEFAULT 'default'::text, priority integer DEFAULT 0, run_at timestamp with time zone DEFAULT now(), max_attempts integer DEFAULT 25, deadline timestamp with time zone DEFAULT NULL::timestamp with time zone, idempotency_key text DEFAULT (gen_random_uuid())::text, unique_key text DEFAULT NULL::text, destination text DEFAULT NULL::text, timeout_ms integer DEFAULT 30000, expect_content_type text DEFAULT NULL::text, signing_secret text DEFAULT NULL::text, traceparent text DEFAULT NULL::text, tracestate text DEFAULT NULL::text, fairness_key text DEFAULT NULL::text) RETURNS bigint
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $_$
@@ -1161,11 +1464,15 @@ begin
         raise exception 'courier.enqueue: tracestate %', courier.tracestate_rule()
             using errcode = '22023', column = 'tracestate';
     end if;
+    if enqueue.fairness_key is not null and not courier.is_fairness_key(enqueue.fairness_key) then
+        raise exception 'courier.enqueue: fairness_key %', courier.fairness_key_rule()
+            using errcode = '22023', column = 'fairness_key';
+    end if;
 
     loop
         insert into courier.jobs (queue, priority, run_at, max_attempts, deadline, destination, method, url,
                                   headers, body, timeout_ms, expect_content_type, idempotency_key, unique_key, unique_scope,
-                                  signing_secret, held_since, traceparent, tracestate)
+                                  signing_secret, held_since, traceparent, tracestate, fairness_key)
         values (enqueue.queue, enqueue.priority, coalesce(enqueue.run_at, now()), enqueue.max_attempts,
                 enqueue.deadline, v_destination, v_method, enqueue.url, coalesce(enqueue.headers, '{}'),
                 enqueue.body, enqueue.timeout_ms, lower(enqueue.expect_content_type), enqueue.idempotency_key,
@@ -1174,7 +1481,7 @@ begin
                 case when exists (select 1 from courier.breakers b
                                   where b.destination = v_destination and b.state <> 'closed') then now() end,
                 -- NULL: courier.jobs_trace_context reads `set local courier.traceparent`, if any.
-                enqueue.traceparent, nullif(enqueue.tracestate, ''))
+                enqueue.traceparent, nullif(enqueue.tracestate, ''), enqueue.fairness_key)
         on conflict (unique_scope, unique_key) where unique_key is not null do nothing
         returning id into v_id;
         exit when v_id is not null;
@@ -1194,20 +1501,20 @@ $_$;
 
 
 --
--- Name: FUNCTION enqueue(url text, method text, headers jsonb, body text, queue text, priority integer, run_at timestamp with time zone, max_attempts integer, deadline timestamp with time zone, idempotency_key text, unique_key text, destination text, timeout_ms integer, expect_content_type text, signing_secret text, traceparent text, tracestate text); Type: ACL
+-- Name: FUNCTION enqueue(url text, method text, headers jsonb, body text, queue text, priority integer, run_at timestamp with time zone, max_attempts integer, deadline timestamp with time zone, idempotency_key text, unique_key text, destination text, timeout_ms integer, expect_content_type text, signing_secret text, traceparent text, tracestate text, fairness_key text); Type: ACL
 --
 
-REVOKE ALL ON FUNCTION courier.enqueue(url text, method text, headers jsonb, body text, queue text, priority integer, run_at timestamp with time zone, max_attempts integer, deadline timestamp with time zone, idempotency_key text, unique_key text, destination text, timeout_ms integer, expect_content_type text, signing_secret text, traceparent text, tracestate text) FROM PUBLIC;
-GRANT ALL ON FUNCTION courier.enqueue(url text, method text, headers jsonb, body text, queue text, priority integer, run_at timestamp with time zone, max_attempts integer, deadline timestamp with time zone, idempotency_key text, unique_key text, destination text, timeout_ms integer, expect_content_type text, signing_secret text, traceparent text, tracestate text) TO courier_worker;
-GRANT ALL ON FUNCTION courier.enqueue(url text, method text, headers jsonb, body text, queue text, priority integer, run_at timestamp with time zone, max_attempts integer, deadline timestamp with time zone, idempotency_key text, unique_key text, destination text, timeout_ms integer, expect_content_type text, signing_secret text, traceparent text, tracestate text) TO courier_admin;
-GRANT ALL ON FUNCTION courier.enqueue(url text, method text, headers jsonb, body text, queue text, priority integer, run_at timestamp with time zone, max_attempts integer, deadline timestamp with time zone, idempotency_key text, unique_key text, destination text, timeout_ms integer, expect_content_type text, signing_secret text, traceparent text, tracestate text) TO courier_enqueue;
+REVOKE ALL ON FUNCTION courier.enqueue(url text, method text, headers jsonb, body text, queue text, priority integer, run_at timestamp with time zone, max_attempts integer, deadline timestamp with time zone, idempotency_key text, unique_key text, destination text, timeout_ms integer, expect_content_type text, signing_secret text, traceparent text, tracestate text, fairness_key text) FROM PUBLIC;
+GRANT ALL ON FUNCTION courier.enqueue(url text, method text, headers jsonb, body text, queue text, priority integer, run_at timestamp with time zone, max_attempts integer, deadline timestamp with time zone, idempotency_key text, unique_key text, destination text, timeout_ms integer, expect_content_type text, signing_secret text, traceparent text, tracestate text, fairness_key text) TO courier_worker;
+GRANT ALL ON FUNCTION courier.enqueue(url text, method text, headers jsonb, body text, queue text, priority integer, run_at timestamp with time zone, max_attempts integer, deadline timestamp with time zone, idempotency_key text, unique_key text, destination text, timeout_ms integer, expect_content_type text, signing_secret text, traceparent text, tracestate text, fairness_key text) TO courier_admin;
+GRANT ALL ON FUNCTION courier.enqueue(url text, method text, headers jsonb, body text, queue text, priority integer, run_at timestamp with time zone, max_attempts integer, deadline timestamp with time zone, idempotency_key text, unique_key text, destination text, timeout_ms integer, expect_content_type text, signing_secret text, traceparent text, tracestate text, fairness_key text) TO courier_enqueue;
 
 
 --
--- Name: enqueue_job(text, jsonb, text, integer, timestamp with time zone, integer, timestamp with time zone, text, text, text, integer); Type: FUNCTION
+-- Name: enqueue_job(text, jsonb, text, integer, timestamp with time zone, integer, timestamp with time zone, text, text, text, integer, text); Type: FUNCTION
 --
 
-CREATE FUNCTION courier.enqueue_job(kind text, args jsonb DEFAULT '{}'::jsonb, queue text DEFAULT 'default'::text, priority integer DEFAULT 0, run_at timestamp with time zone DEFAULT now(), max_attempts integer DEFAULT 25, deadline timestamp with time zone DEFAULT NULL::timestamp with time zone, idempotency_key text DEFAULT (gen_random_uuid())::text, unique_key text DEFAULT NULL::text, destination text DEFAULT NULL::text, timeout_ms integer DEFAULT 30000) RETURNS bigint
+CREATE FUNCTION courier.enqueue_job(kind text, args jsonb DEFAULT '{}'::jsonb, queue text DEFAULT 'default'::text, priority integer DEFAULT 0, run_at timestamp with time zone DEFAULT now(), max_attempts integer DEFAULT 25, deadline timestamp with time zone DEFAULT NULL::timestamp with time zone, idempotency_key text DEFAULT (gen_random_uuid())::text, unique_key text DEFAULT NULL::text, destination text DEFAULT NULL::text, timeout_ms integer DEFAULT 30000, fairness_key text DEFAULT NULL::text) RETURNS bigint
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $_$
@@ -1231,9 +1538,13 @@ begin
         raise exception 'courier.enqueue_job: deadline must be later than now and than run_at'
             using errcode = '22023', column = 'deadline';
     end if;
+    if enqueue_job.fairness_key is not null and not courier.is_fairness_key(enqueue_job.fairness_key) then
+        raise exception 'courier.enqueue_job: fairness_key %', courier.fairness_key_rule()
+            using errcode = '22023', column = 'fairness_key';
+    end if;
     loop
         insert into courier.jobs (kind, args, queue, priority, run_at, max_attempts, deadline, destination,
-                                  idempotency_key, unique_key, unique_scope, timeout_ms, held_since)
+                                  idempotency_key, unique_key, unique_scope, timeout_ms, held_since, fairness_key)
         values (enqueue_job.kind, coalesce(enqueue_job.args, '{}'), enqueue_job.queue, coalesce(enqueue_job.priority, 0),
                 coalesce(enqueue_job.run_at, now()), enqueue_job.max_attempts, enqueue_job.deadline,
                 coalesce(enqueue_job.destination, 'job:' || enqueue_job.kind), enqueue_job.idempotency_key,
@@ -1241,7 +1552,8 @@ begin
                 coalesce(enqueue_job.timeout_ms, 30000),
                 case when exists (select 1 from courier.breakers b
                                   where b.destination = coalesce(enqueue_job.destination, 'job:' || enqueue_job.kind)
-                                    and b.state <> 'closed') then now() end)
+                                    and b.state <> 'closed') then now() end,
+                enqueue_job.fairness_key)
         on conflict (unique_scope, unique_key) where unique_key is not null do nothing
         returning id into v_id;
         exit when v_id is not null;
@@ -1256,13 +1568,13 @@ $_$;
 
 
 --
--- Name: FUNCTION enqueue_job(kind text, args jsonb, queue text, priority integer, run_at timestamp with time zone, max_attempts integer, deadline timestamp with time zone, idempotency_key text, unique_key text, destination text, timeout_ms integer); Type: ACL
+-- Name: FUNCTION enqueue_job(kind text, args jsonb, queue text, priority integer, run_at timestamp with time zone, max_attempts integer, deadline timestamp with time zone, idempotency_key text, unique_key text, destination text, timeout_ms integer, fairness_key text); Type: ACL
 --
 
-REVOKE ALL ON FUNCTION courier.enqueue_job(kind text, args jsonb, queue text, priority integer, run_at timestamp with time zone, max_attempts integer, deadline timestamp with time zone, idempotency_key text, unique_key text, destination text, timeout_ms integer) FROM PUBLIC;
-GRANT ALL ON FUNCTION courier.enqueue_job(kind text, args jsonb, queue text, priority integer, run_at timestamp with time zone, max_attempts integer, deadline timestamp with time zone, idempotency_key text, unique_key text, destination text, timeout_ms integer) TO courier_enqueue;
-GRANT ALL ON FUNCTION courier.enqueue_job(kind text, args jsonb, queue text, priority integer, run_at timestamp with time zone, max_attempts integer, deadline timestamp with time zone, idempotency_key text, unique_key text, destination text, timeout_ms integer) TO courier_worker;
-GRANT ALL ON FUNCTION courier.enqueue_job(kind text, args jsonb, queue text, priority integer, run_at timestamp with time zone, max_attempts integer, deadline timestamp with time zone, idempotency_key text, unique_key text, destination text, timeout_ms integer) TO courier_admin;
+REVOKE ALL ON FUNCTION courier.enqueue_job(kind text, args jsonb, queue text, priority integer, run_at timestamp with time zone, max_attempts integer, deadline timestamp with time zone, idempotency_key text, unique_key text, destination text, timeout_ms integer, fairness_key text) FROM PUBLIC;
+GRANT ALL ON FUNCTION courier.enqueue_job(kind text, args jsonb, queue text, priority integer, run_at timestamp with time zone, max_attempts integer, deadline timestamp with time zone, idempotency_key text, unique_key text, destination text, timeout_ms integer, fairness_key text) TO courier_worker;
+GRANT ALL ON FUNCTION courier.enqueue_job(kind text, args jsonb, queue text, priority integer, run_at timestamp with time zone, max_attempts integer, deadline timestamp with time zone, idempotency_key text, unique_key text, destination text, timeout_ms integer, fairness_key text) TO courier_admin;
+GRANT ALL ON FUNCTION courier.enqueue_job(kind text, args jsonb, queue text, priority integer, run_at timestamp with time zone, max_attempts integer, deadline timestamp with time zone, idempotency_key text, unique_key text, destination text, timeout_ms integer, fairness_key text) TO courier_enqueue;
 
 
 --
@@ -1481,6 +1793,30 @@ GRANT ALL ON FUNCTION courier.jobs_trace_context() TO courier_admin;
 
 
 --
+-- Name: queues_with_fairness_keys(text[]); Type: FUNCTION
+--
+
+CREATE FUNCTION courier.queues_with_fairness_keys(p_queues text[]) RETURNS SETOF text
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    select q from unnest(p_queues) q
+    where exists (select 1 from courier.jobs c
+                  where c.queue = q and c.state = 'available' and c.held_since is null and not c.gated
+                    and c.fairness_key is not null)
+$$;
+
+
+--
+-- Name: FUNCTION queues_with_fairness_keys(p_queues text[]); Type: ACL
+--
+
+REVOKE ALL ON FUNCTION courier.queues_with_fairness_keys(p_queues text[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION courier.queues_with_fairness_keys(p_queues text[]) TO courier_worker;
+GRANT ALL ON FUNCTION courier.queues_with_fairness_keys(p_queues text[]) TO courier_admin;
+
+
+--
 -- Name: refuse_jobs(bigint[], bigint[], uuid, bigint, text[]); Type: FUNCTION
 --
 
@@ -1643,11 +1979,11 @@ begin
     recorded as (
         insert into courier.dead_letters (job_id, reason, attempt, errors, last_class, last_status, worker,
             kind, queue, priority, destination, method, url, headers, body, timeout_ms, expect_content_type,
-            idempotency_key, unique_key, args, max_attempts, deadline, created_at, signing_secret, traceparent, tracestate)
+            idempotency_key, unique_key, args, max_attempts, deadline, created_at, signing_secret, traceparent, tracestate, fairness_key)
         select id, 'cancelled', attempt - case when dl_uses_attempt then 0 else 1 end,
             errors || jsonb_build_array(dl_error::jsonb), 'cancelled', null, leased_by::text,
             kind, queue, priority, destination, method, url, headers, body, timeout_ms, expect_content_type,
-            idempotency_key, unique_key, args, max_attempts, deadline, created_at, signing_secret, traceparent, tracestate
+            idempotency_key, unique_key, args, max_attempts, deadline, created_at, signing_secret, traceparent, tracestate, fairness_key
         from cancelled
         returning job_id
     )

@@ -166,6 +166,16 @@ public final class ControlStore {
 
     public func destinationsPaused() throws -> [String] { try DestinationsTable.paused(on: connection) }
 
+    // MARK: - Tenants (fairness keys)
+
+    public func tenantSet(_ key: String, weight: Int?, maxInFlight: Int?, clear: [TenantsTable.Field] = []) throws -> TenantsTable.Tenant {
+        try TenantsTable.set(key, weight: weight, maxInFlight: maxInFlight, clear: clear, on: connection)
+    }
+
+    public func tenantReset(_ key: String) throws -> Bool { try TenantsTable.reset(key, on: connection) }
+
+    public func tenantsOverview() throws -> [TenantsTable.Overview] { try TenantsTable.overview(on: connection) }
+
     // MARK: - Queues
 
     public func queueSettingsAll() throws -> [QueueSettingsTable.Settings] { try QueueSettingsTable.all(on: connection) }

@@ -15,6 +15,11 @@ public protocol WorkerStore {
     /// Claims a few runnable jobs per destination from a cursor, skipping some (see `JobsTable.claimSpread`).
     func jobsClaimSpread(queue: String, limit: Int, perDestination: Int, after: String?, excluding: [String], visit: Int,
                          worker: UUID, leaseMilliseconds: Int) throws -> JobsTable.SpreadRound
+    /// Claims by weighted round robin over a queue's fairness keys, from a cursor (see `JobsTable.claimFair`).
+    func jobsClaimFair(queue: String, limit: Int, cursor: JobsTable.FairCursor, quantum: Int, visit: Int,
+                       bounds: [String: ClaimPosition], worker: UUID, leaseMilliseconds: Int) throws -> JobsTable.FairRound
+    /// Which of these queues have jobs with a fairness key waiting.
+    func queuesWithFairnessKeys(_ queues: [String]) throws -> Set<String>
     /// One bounded pass moving jobs between the runnable, gated and held states; -1 when another worker's ran.
     func trafficMaintain(batch: Int) throws -> Int
     /// The gated destinations' policies and fleet-wide counters.
@@ -108,6 +113,14 @@ public struct PostgresWorkerStore: WorkerStore {
                                 worker: UUID, leaseMilliseconds: Int) throws -> JobsTable.SpreadRound {
         try JobsTable.claimSpread(queue: queue, limit: limit, perDestination: perDestination, after: after, excluding: excluding,
                                   visit: visit, worker: worker, leaseMilliseconds: leaseMilliseconds, on: connection)
+    }
+    public func jobsClaimFair(queue: String, limit: Int, cursor: JobsTable.FairCursor, quantum: Int, visit: Int,
+                              bounds: [String: ClaimPosition], worker: UUID, leaseMilliseconds: Int) throws -> JobsTable.FairRound {
+        try JobsTable.claimFair(queue: queue, limit: limit, cursor: cursor, quantum: quantum, visit: visit, bounds: bounds,
+                                worker: worker, leaseMilliseconds: leaseMilliseconds, on: connection)
+    }
+    public func queuesWithFairnessKeys(_ queues: [String]) throws -> Set<String> {
+        try JobsTable.queuesWithFairnessKeys(queues, on: connection)
     }
     public func trafficMaintain(batch: Int) throws -> Int { try JobsTable.trafficMaintain(batch: batch, on: connection) }
     public func destinationsTraffic() throws -> [DestinationsTable.Traffic] { try DestinationsTable.traffic(on: connection) }

@@ -84,6 +84,9 @@ final class Claimer: WorkerService, @unchecked Sendable {
     private var freeSince: ContinuousClock.Instant?
     /// Per queue: how each round's slots are claimed fairly across destinations (see ``ClaimPlanner``).
     private var planners: [String: ClaimPlanner] = [:]
+    /// Which queues have keyed jobs and are claimed by fairness key (see ``FairnessMode``).
+    /// Behind `lock`: the listener's thread notes announcements.
+    private var fairness = FairnessMode()
     /// A claim failed with the connection: it may have committed, and its jobs be leased to
     /// this worker without the worker knowing. Looked into before the next claim.
     private var claimReplyLost = false
@@ -141,6 +144,7 @@ final class Claimer: WorkerService, @unchecked Sendable {
         moreWaiting = false
         if claimReplyLost { reconcileLeases() }
         let queues = configuration.queues
+        if lock.withLock({ fairness.probeDue(now: now) }) { probeFairnessKeys(now: now) }
         for _ in 0..<queues.count {
             let queue = queues[nextQueue % queues.count]
             nextQueue += 1
@@ -156,12 +160,22 @@ final class Claimer: WorkerService, @unchecked Sendable {
                     gated = taken
                 }
             }
-            // The plain claim, and spread claims where one destination would hold the rest back (Claimer+Fair).
+            // The plain claim, and spread claims where one destination would hold the rest back
+            // (Claimer+Fair); in a queue with keyed jobs, the fair claim over its keys instead.
             let plainWant = want - gated
             var plainClaimed = 0, plainFull = false
-            if plainWant > 0 {
+            if plainWant > 0 && !lock.withLock({ fairness.isKeyed(queue) }) {
                 guard let round = claimPlanned(queue: queue, want: plainWant, now: now) else { break }
                 (plainClaimed, plainFull) = (round.claimed, round.plainFull)
+                // Announced jobs the plain claim did not find may be keyed: look now, not at the next probe.
+                if plainClaimed < plainWant, lock.withLock({ fairness.probeDue(now: now, plainCameBackShort: true) }) {
+                    probeFairnessKeys(now: now)
+                }
+            }
+            if plainWant - plainClaimed > 0 && lock.withLock({ fairness.isKeyed(queue) }) {
+                guard let taken = claimFair(queue: queue, limit: plainWant - plainClaimed, now: now) else { break }
+                plainClaimed += taken
+                plainFull = plainClaimed == plainWant
             }
             let topUp = traffic.isActive
                 ? ClaimShare.gatedTopUp(free: want, gatedShare: gatedShare, gatedTaken: gated, plainTaken: plainClaimed) : 0
@@ -265,13 +279,15 @@ final class Claimer: WorkerService, @unchecked Sendable {
         return false
     }
 
-    /// New jobs were announced: a spread claim that found nothing may look again.
+    /// New jobs were announced: a spread claim that found nothing may look again, and a
+    /// keyed job may have arrived in a queue claimed plainly.
     func noteJobsArrived() {
         // In place, stepping a bare index: `planners.keys` and `planners.indices` each hold a
         // reference to the dictionary's storage, so a write through `values` while iterating
         // either one copied the whole dictionary (every planner with it) on every notification,
         // on the way to waking this thread (seen in a `perf record` of the listener).
         lock.withLock {
+            fairness.noteJobsArrived()
             var index = planners.startIndex
             while index != planners.endIndex {
                 planners.values[index].noteJobsArrived()
@@ -279,6 +295,38 @@ final class Claimer: WorkerService, @unchecked Sendable {
             }
         }
     }
+
+    /// Asks which queues have keyed jobs waiting (one index probe per queue). A failed probe
+    /// changes nothing: the next one is due at once.
+    private func probeFairnessKeys(now: ContinuousClock.Instant) {
+        let queues = configuration.queues
+        guard let keyed = runClaim({ try $0.queuesWithFairnessKeys(queues) }) else { return }
+        lock.withLock { fairness.probed(queues: queues, keyed: keyed, now: now) }
+    }
+
+    /// The fair claim of `queue` for up to `limit` jobs, from this worker's cursor; hands the
+    /// jobs over and returns how many, nil when the claim failed.
+    private func claimFair(queue: String, limit: Int, now: ContinuousClock.Instant) -> Int? {
+        let (cursor, bounds) = lock.withLock { (fairness.cursor(queue), fairness.bounds(queue, now: now)) }
+        guard let round = runClaim({ store in
+            try store.jobsClaimFair(queue: queue, limit: limit, cursor: cursor, quantum: Self.fairQuantum,
+                                    visit: max(Self.fairMinimumVisits, 2 * limit), bounds: bounds,
+                                    worker: self.configuration.worker, leaseMilliseconds: self.configuration.leaseMilliseconds)
+        }) else { return nil }
+        lock.withLock { fairness.fairClaimed(queue, cursor: round.cursor, last: round.last, now: now) }
+        if !round.jobs.isEmpty {
+            metrics.recordClaim(batch: round.jobs.count)
+            intake.accept(round.jobs, probeGeneration: nil, provenAt: now)
+        }
+        return round.jobs.count
+    }
+
+    /// Jobs a key of weight 1 gets per visit of the fair claim's round (a key of weight W gets
+    /// W times as many). Small enough that a round over a few keys is short, large enough
+    /// that a busy key is not visited once per job.
+    static let fairQuantum = 16
+    /// The fair claim looks at no fewer keys per call than this (and at most 2 per job it may take).
+    static let fairMinimumVisits = 64
 
     /// Runs `body` on `queue`'s planner.
     func withPlanner<T>(_ queue: String, _ body: (inout ClaimPlanner) -> T) -> T {

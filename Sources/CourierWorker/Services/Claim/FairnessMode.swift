@@ -1,0 +1,106 @@
+import CourierStore
+
+/// Which of a worker's queues it claims with the fair claim (`courier.claim_fair`, weighted
+/// round robin over fairness keys) instead of the plain one, and where its round over each
+/// stands. A value: the claimer feeds it what the probe (`courier.queues_with_fairness_keys`)
+/// and each claim said.
+///
+/// Why a mode: a queue whose jobs carry no fairness key is claimed as before, by the plain
+/// claim and the destination planner, and pays nothing for keys. Keyed jobs are outside the
+/// plain claim's index, so a queue is switched to the fair claim, which serves the default
+/// key too, as soon as a probe finds keyed jobs in it:
+/// * at most every ``probeInterval`` while the worker claims;
+/// * at once (at most every ``minimumGap``) when jobs were announced and a plain claim came
+///   back short, which is how a keyed job's first arrival shows itself.
+/// A queue goes back to the plain claim once probes have found no keyed job in it for
+/// ``linger``, so a tenant trickling a job a second keeps its queue fair.
+///
+/// It also keeps, per key, where this worker's last claim of it stopped (the claim's
+/// bounds, see `JobsTable.claimFair`), for at most ``boundsKept`` keys and at most
+/// ``boundAge``: a bound that old is dropped, so each key is claimed from its start again at
+/// least that often, and a job behind the bound (a hand-back, a row another worker skipped)
+/// waits no longer than that (the plain claim's `ClaimBounds.maxSpacing`, the same 5 s).
+struct FairnessMode: Sendable, Equatable {
+    let probeInterval: Duration
+    let linger: Duration
+    let minimumGap: Duration
+
+    /// The queues claimed with the fair claim.
+    private(set) var keyedQueues: Set<String> = []
+    /// Per queue, when a probe last found keyed jobs in it.
+    private var lastSeen: [String: ContinuousClock.Instant] = [:]
+    private var lastProbe: ContinuousClock.Instant?
+    private var announcedSinceProbe = false
+    /// Per keyed queue, where this worker's round over its keys stands.
+    private var cursors: [String: JobsTable.FairCursor] = [:]
+    /// Per keyed queue and key, where the last claim of the key stopped, and when.
+    private var bounds: [String: [String: (position: ClaimPosition, at: ContinuousClock.Instant)]] = [:]
+    let boundsKept = 128
+    let boundAge: Duration = .seconds(5)
+
+    static func == (a: FairnessMode, b: FairnessMode) -> Bool {
+        a.keyedQueues == b.keyedQueues && a.lastSeen == b.lastSeen && a.lastProbe == b.lastProbe
+            && a.announcedSinceProbe == b.announcedSinceProbe && a.cursors == b.cursors
+            && a.bounds.mapValues { $0.mapValues(\.position) } == b.bounds.mapValues { $0.mapValues(\.position) }
+    }
+
+    init(probeInterval: Duration = .seconds(1), linger: Duration = .seconds(10), minimumGap: Duration = .milliseconds(20)) {
+        self.probeInterval = probeInterval
+        self.linger = linger
+        self.minimumGap = minimumGap
+    }
+
+    func isKeyed(_ queue: String) -> Bool { keyedQueues.contains(queue) }
+
+    /// New jobs were announced (NOTIFY).
+    mutating func noteJobsArrived() { announcedSinceProbe = true }
+
+    /// Whether to probe now: never yet, ``probeInterval`` since the last, or, when a plain
+    /// claim just came back short after an announcement, ``minimumGap`` since the last.
+    func probeDue(now: ContinuousClock.Instant, plainCameBackShort: Bool = false) -> Bool {
+        guard let lastProbe else { return true }
+        let since = now - lastProbe
+        return since >= probeInterval || (plainCameBackShort && announcedSinceProbe && since >= minimumGap)
+    }
+
+    /// A probe of `queues` found keyed jobs waiting in `keyed`.
+    mutating func probed(queues: [String], keyed: Set<String>, now: ContinuousClock.Instant) {
+        lastProbe = now
+        announcedSinceProbe = false
+        for queue in queues {
+            if keyed.contains(queue) {
+                lastSeen[queue] = now
+                keyedQueues.insert(queue)
+            } else if let seen = lastSeen[queue], now - seen < linger {
+                continue
+            } else {
+                keyedQueues.remove(queue)
+                lastSeen[queue] = nil
+                cursors[queue] = nil
+                bounds[queue] = nil
+            }
+        }
+    }
+
+    func cursor(_ queue: String) -> JobsTable.FairCursor { cursors[queue] ?? .start }
+
+    /// The bounds to claim `queue` from at `now`: those younger than ``boundAge``.
+    func bounds(_ queue: String, now: ContinuousClock.Instant) -> [String: ClaimPosition] {
+        (bounds[queue] ?? [:]).filter { now - $0.value.at < boundAge }.mapValues(\.position)
+    }
+
+    /// A fair claim of `queue` stopped at `cursor`, having taken up to `last` of each key.
+    /// A key's bound keeps the time it was first set, so it ages out however busy the key is.
+    mutating func fairClaimed(_ queue: String, cursor: JobsTable.FairCursor, last: [String: ClaimPosition] = [:],
+                              now: ContinuousClock.Instant) {
+        cursors[queue] = cursor
+        var kept = (bounds[queue] ?? [:]).filter { now - $0.value.at < boundAge }
+        for (key, position) in last {
+            kept[key] = (position, kept[key]?.at ?? now)
+        }
+        if kept.count > boundsKept {
+            for key in kept.sorted(by: { $0.value.at < $1.value.at }).prefix(kept.count - boundsKept).map(\.key) { kept[key] = nil }
+        }
+        bounds[queue] = kept
+    }
+}
