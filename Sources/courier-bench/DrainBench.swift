@@ -37,15 +37,23 @@ struct DrainBench {
     /// Marks the rows for a report section of their own (e.g. "longtx"); nil for the drain tables.
     var tag: String?
 
-    /// "Is a job of queue $1 still waiting or running?" through the claim index (its predicate
-    /// has `not gated` from migration 0014 on: a baseline before it has no such column) and the
-    /// running-jobs index.
+    /// "Is a job of queue $1 still waiting or running?" through the claim indexes and the
+    /// running-jobs index, never a scan: jobs_runnable_idx (its predicate has `not gated` from
+    /// migration 0014 on and `fairness_key is null` from 0045 on: a baseline before them lacks
+    /// the columns), jobs_fair_idx for jobs with a fairness key (0045; a scalar subquery in its
+    /// order, which the planner keeps on the index where an EXISTS would be a scan), and jobs_running_idx.
     static func drainedProbe(_ connection: PostgresConnection) throws -> String {
-        let gated = try connection.query(PostgresQuery(unsafeSQL: """
-            select exists (select 1 from pg_attribute where attrelid = 'courier.jobs'::regclass and attname = 'gated' and not attisdropped)
-            """)).rows[0].decode(0, as: Bool.self)
+        func has(_ column: String) throws -> Bool {
+            try connection.query(PostgresQuery(unsafeSQL: """
+                select exists (select 1 from pg_attribute where attrelid = 'courier.jobs'::regclass and attname = $1 and not attisdropped)
+                """, binds: [column])).rows[0].decode(0, as: Bool.self)
+        }
+        let gated = try has("gated")
+        let keyed = try has("fairness_key")
+        let runnable = "queue = $1::text and state = 'available' and held_since is null" + (gated ? " and not gated" : "")
         return """
-            select exists (select 1 from courier.jobs where queue = $1::text and state = 'available' and held_since is null\(gated ? " and not gated" : ""))
+            select exists (select 1 from courier.jobs where \(runnable)\(keyed ? " and fairness_key is null" : ""))
+                \(keyed ? "or (select fairness_key from courier.jobs where \(runnable) and fairness_key is not null order by queue, fairness_key limit 1) is not null" : "")
                 or exists (select 1 from courier.jobs where state = 'running')
             """
     }
