@@ -888,3 +888,56 @@ begin
     end loop;
 end
 $$;
+
+-- courier.claim_take: the spread claim's takes (p_gated false) leave keyed jobs to claim_fair, so
+-- a worker that has not yet seen a queue's keys cannot start a capped key's job past its cap. The
+-- gated claim's (p_gated true) take every key's jobs: the destination's limits decide them.
+create or replace function courier.claim_take(p_destination text, p_queue text, p_gated boolean, p_worker uuid, p_lease_ms integer, p_limit integer, p_retries boolean) RETURNS SETOF courier.jobs
+    LANGUAGE plpgsql ROWS 10
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET plan_cache_mode TO 'force_generic_plan'
+    SET enable_seqscan TO 'off'
+    SET enable_bitmapscan TO 'off'
+    SET enable_sort TO 'off'
+    SET jit TO 'off'
+    AS $$
+declare
+    v_left     int := p_limit;
+    v_priority int;
+    v_ids      bigint[];
+    v_got      int;
+begin
+    if p_limit <= 0 then
+        return;
+    end if;
+    loop
+        select c.priority into v_priority from courier.jobs c
+        where c.destination = p_destination and c.held_since is null and c.gated = p_gated and c.queue = p_queue
+          and c.state = 'available' and c.priority > coalesce(v_priority, -32769)
+        order by c.destination, c.held_since, c.gated, c.queue, c.priority
+        limit 1;
+        exit when not found;
+        v_ids := array(
+            select c.id from courier.jobs c
+            where c.destination = p_destination and c.held_since is null and c.gated = p_gated
+              and c.queue = p_queue and c.state = 'available'
+              and c.priority = v_priority and c.run_at <= now()
+              and (p_retries is null or (c.attempt > 0) = p_retries)
+              and (p_gated or c.fairness_key is null)
+            order by c.destination, c.held_since, c.gated, c.queue, c.priority, c.run_at, c.id
+            limit v_left
+            for update skip locked);
+        if cardinality(v_ids) > 0 then
+            return query
+            update courier.jobs j
+            set state = 'running', attempt = j.attempt + 1, lease_seq = j.lease_seq + 1, leased_by = p_worker,
+                lease_expires_at = now() + p_lease_ms * interval '1 millisecond', attempted_at = now()
+            where j.id = any(v_ids)
+            returning j.*;
+            get diagnostics v_got = row_count;
+            v_left := v_left - v_got;
+            exit when v_left <= 0;
+        end if;
+    end loop;
+end
+$$;

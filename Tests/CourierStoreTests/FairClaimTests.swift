@@ -151,6 +151,20 @@ import Testing
         }
     }
 
+    /// The plain claim and the destination spread claim leave keyed jobs to the fair claim, so a
+    /// worker that has not yet seen a queue's keys cannot start them past a key's cap.
+    @Test func thePlainAndSpreadClaimsLeaveKeyedJobsAlone() throws {
+        try CourierTestDatabase.with { (_, db) throws in
+            try jobs(5, key: "k", on: db)
+            #expect(try JobsTable.claim(queue: "default", limit: 10, worker: UUID(), leaseMilliseconds: lease, on: db).isEmpty)
+            let spread = try JobsTable.claimSpread(queue: "default", limit: 10, perDestination: 5, after: nil, excluding: [], visit: 16,
+                                                   worker: UUID(), leaseMilliseconds: lease, on: db)
+            #expect(spread.jobs.isEmpty, "the spread claim took \(spread.jobs.count) keyed jobs")
+            var cursor = JobsTable.FairCursor.start
+            #expect(try claim(db, limit: 10, cursor: &cursor).count == 5)
+        }
+    }
+
     /// A paused queue, a breaker holding a destination back and a destination with a traffic
     /// policy keep their jobs from the fair claim as from the plain one.
     @Test func theFairClaimRespectsPausesBreakersAndGates() throws {

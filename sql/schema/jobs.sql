@@ -1114,6 +1114,7 @@ begin
               and c.queue = p_queue and c.state = 'available'
               and c.priority = v_priority and c.run_at <= now()
               and (p_retries is null or (c.attempt > 0) = p_retries)
+              and (p_gated or c.fairness_key is null)
             order by c.destination, c.held_since, c.gated, c.queue, c.priority, c.run_at, c.id
             limit v_left
             for update skip locked);
