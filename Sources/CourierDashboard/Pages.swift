@@ -275,7 +275,8 @@ enum Pages {
             <h1>Job \(job.id)</h1><p class="actions">\(actions)</p><table class="facts">\
             <tr><th>State</th><td id="job-state">\(state)\(job.deadReason.map { " (\($0))" } ?? "")</td></tr>\(waits)\
             <tr><th>Request</th><td>\(job.method) \(job.url)</td></tr><tr><th>Queue</th><td>\(job.queue)</td></tr>\
-            <tr><th>Destination</th><td>\(job.destination)</td></tr><tr><th>Attempts</th><td>\(job.attempt) of \(job.maxAttempts)</td></tr>\
+            <tr><th>Destination</th><td>\(job.destination)</td></tr>\
+            <tr><th>Fairness key</th><td id="job-fairness-key">\(job.fairnessKey ?? "(default)")</td></tr><tr><th>Attempts</th><td>\(job.attempt) of \(job.maxAttempts)</td></tr>\
             <tr><th>Runs at</th><td>\(time(job.runAt))</td></tr><tr><th>Idempotency key</th><td>\(job.idempotencyKey ?? "(none)")</td></tr>\
             <tr><th>Signing secret</th><td>\(job.signingSecret ?? "–")</td></tr><tr><th>Enqueued</th><td>\(time(job.createdAt))</td></tr></table>
             <h2>Headers</h2><table class="facts" id="headers">\(headerRows(job.headers))</table><h2>Attempts</h2>\(timeline(job.errors))

@@ -29,6 +29,8 @@ extension JobsTable {
         /// Per key ("" for the default key) the position of the last job taken: where the
         /// next claim of that key may start (see ``claimFair``'s `bounds`).
         public var last: [String: ClaimPosition] = [:]
+        /// Jobs taken per key ("" for the default key).
+        public var claimedPerKey: [String: Int] = [:]
     }
 
     /// Leases up to `limit` due jobs of `queue` to `worker`, going on with the round at
@@ -63,6 +65,7 @@ extension JobsTable {
                 let position = ClaimPosition(priority: try row.decode(n + 3, as: Int.self),
                                              runAtMicroseconds: try row.decode(n + 4, as: Int64.self), id: job.id)
                 if round.last[key].map({ $0 < position }) ?? true { round.last[key] = position }
+                round.claimedPerKey[key, default: 0] += 1
                 round.jobs.append(job)
             }
         }

@@ -98,6 +98,7 @@ struct DashboardHTTPTests {
         let page = try h.client.get("/jobs/\(id)", headers: [("Cookie", session)])
         let csrf = try #require(DashboardClient.csrf(in: page.body))
         #expect(csrf.count == 64)
+        #expect(page.body.contains("<td id=\"job-fairness-key\">(default)</td>"), "the job page names the fairness key")
 
         let noToken = try h.client.post("/api/jobs/\(id)/cancel", headers: [("Cookie", session)])
         #expect(noToken.status == 403)

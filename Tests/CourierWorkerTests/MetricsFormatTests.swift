@@ -181,4 +181,23 @@ import Testing
                                              sampling: .init())
         #expect(page.contains("courier_schema_missing_migrations 1"), "\(page.prefix(600))")
     }
+
+    /// Jobs claimed per fairness key: the top 20 keys by count keep their label, the rest are
+    /// summed as other, the default key is "(default)", and the keys counted one by one stay bounded.
+    @Test func fairClaimsArePerKeyWithTheTopKeysOwnLabels() throws {
+        let metrics = WorkerMetrics()
+        var counts: [String: Int] = ["": 3]
+        for i in 0..<25 { counts["tenant-\(i)"] = 100 + i }
+        metrics.recordFairClaim(counts)
+        let state = PrometheusText.WorkerState(workerID: "w", version: "v", concurrency: 1, inFlight: 0, stopping: false,
+                                               databaseReachable: true, missingMigrations: [])
+        let page = PrometheusText.workerPage(metrics: metrics.snapshot(), state: state, sampling: .init())
+        let lines = page.split(separator: "\n").filter { $0.hasPrefix("courier_fairness_key_claimed_total{") }
+        #expect(lines.count == 21, "20 keys and other: \(lines)")
+        #expect(lines.contains("courier_fairness_key_claimed_total{fairness_key=\"tenant-24\"} 124"))
+        // Folded: tenant-0 .. tenant-4 (100..104) and the default key's 3.
+        #expect(lines.contains("courier_fairness_key_claimed_total{fairness_key=\"other\"} 513"), "\(lines)")
+        for i in 0..<WorkerMetrics.trackedFairnessKeys { metrics.recordFairClaim(["k\(i)": 1]) }
+        #expect(metrics.snapshot().claimedByFairnessKey.count <= WorkerMetrics.trackedFairnessKeys + 1, "bounded")
+    }
 }

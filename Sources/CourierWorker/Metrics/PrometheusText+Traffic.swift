@@ -7,6 +7,8 @@ extension PrometheusText {
     /// The most destinations exported under their own label; the rest are summed under
     /// `destination="other"` (see ``LabelSelection``).
     public static let trafficDestinationLimit = 20
+    /// The most fairness keys exported under their own label, the same bound as destinations'.
+    public static let fairnessKeyLimit = trafficDestinationLimit
 
     /// The destination traffic families of `/metrics`: fleet-wide figures of the gated
     /// destinations, as this worker's keeper last read them (the same on every worker:

@@ -109,6 +109,13 @@ extension PrometheusText {
         page.family("courier_retry_delay_seconds", .histogram, help: "Delays before the retries this worker scheduled.",
                     histogramSamples("courier_retry_delay_seconds", buckets: m.retryDelays.cumulative,
                                      sum: m.retryDelays.sum, count: m.retryDelays.count))
+        // Per fairness key, bounded as destinations are: the top keys by jobs claimed keep their own label.
+        let keys = LabelSelection(ranking: m.claimedByFairnessKey.mapValues(Double.init), limit: fairnessKeyLimit)
+        page.family("courier_fairness_key_claimed_total", .counter,
+                    help: "Jobs this worker claimed through the fair claim, per fairness key ((default) for jobs without one; the top keys, the rest as other).",
+                    keys.fold(m.claimedByFairnessKey.mapValues(Double.init)).map {
+                        Sample("courier_fairness_key_claimed_total", [("fairness_key", $0.label)], $0.value)
+                    })
         page.family("courier_claim_batch_size", .histogram, help: "Jobs per non-empty claim statement.",
                     histogramSamples("courier_claim_batch_size", buckets: m.claimBatchSizes.cumulative,
                                      sum: m.claimBatchSizes.sum, count: m.claimBatchSizes.count))

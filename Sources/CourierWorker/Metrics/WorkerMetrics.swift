@@ -58,6 +58,8 @@ public final class WorkerMetrics: @unchecked Sendable {
     private var scheduleLags = Histogram(bounds: WorkerMetrics.scheduleLagBounds)
     private var scheduleMissed = 0
     private var attemptsByQueue: [String: [String: Int]] = [:]
+    /// Jobs claimed through the fair claim, per fairness key (at most ``trackedFairnessKeys``).
+    private var claimedByFairnessKey: [String: Int] = [:]
     private var outcomesByQueue: [String: [String: Int]] = [:]
     private var requestDurations: [String: Histogram] = [:]
     private var leaseRenewals = Histogram(bounds: WorkerMetrics.leaseRenewalBounds)
@@ -120,6 +122,8 @@ public final class WorkerMetrics: @unchecked Sendable {
         public var requestDurations: [String: Histogram] = [:]
         /// How long each answered lease renewal round took (failed rounds are not counted).
         public var leaseRenewals = Histogram(bounds: WorkerMetrics.leaseRenewalBounds)
+        /// Jobs claimed through the fair claim, per fairness key label.
+        public var claimedByFairnessKey: [String: Int] = [:]
         /// Spans the collector accepted.
         public var spansExported = 0
         /// Spans dropped: the export queue was full, or the collector did not take their batch.
@@ -146,7 +150,7 @@ public final class WorkerMetrics: @unchecked Sendable {
                 droppedAcknowledgements: droppedAcknowledgements, retryDelays: retryDelays,
                 scheduleLags: scheduleLags, scheduleMissed: scheduleMissed, attemptsByQueue: attemptsByQueue,
                 outcomesByQueue: outcomesByQueue, requestDurations: requestDurations, leaseRenewals: leaseRenewals,
-                spansExported: spansExported, spansDropped: spansDropped)
+                claimedByFairnessKey: claimedByFairnessKey, spansExported: spansExported, spansDropped: spansDropped)
         }
     }
 
@@ -207,6 +211,27 @@ public final class WorkerMetrics: @unchecked Sendable {
 
     func recordLocalRefusal() {
         lock.withLock { refusedByConfiguration += 1 }
+    }
+
+    /// The most fairness keys counted one by one; jobs of further keys are counted under
+    /// ``LabelSelection/otherLabel`` (memory stays bounded with millions of tenants).
+    static let trackedFairnessKeys = 1000
+    /// The label value of the default key (jobs without one).
+    public static let defaultFairnessKeyLabel = "(default)"
+
+    /// A fair claim took `counts` jobs per fairness key ("" for the default key).
+    func recordFairClaim(_ counts: [String: Int]) {
+        guard !counts.isEmpty else { return }
+        lock.withLock {
+            for (key, n) in counts {
+                let label = key.isEmpty ? Self.defaultFairnessKeyLabel : key
+                if claimedByFairnessKey[label] != nil || claimedByFairnessKey.count < Self.trackedFairnessKeys {
+                    claimedByFairnessKey[label, default: 0] += n
+                } else {
+                    claimedByFairnessKey[LabelSelection.otherLabel, default: 0] += n
+                }
+            }
+        }
     }
 
     func recordClaim(batch: Int) {

@@ -315,8 +315,9 @@ final class Claimer: WorkerService, @unchecked Sendable {
         }) else { return nil }
         lock.withLock { fairness.fairClaimed(queue, cursor: round.cursor, last: round.last, now: now) }
         if !round.jobs.isEmpty {
-            metrics.recordClaim(batch: round.jobs.count)
             intake.accept(round.jobs, probeGeneration: nil, provenAt: now)
+            metrics.recordClaim(batch: round.jobs.count)
+            metrics.recordFairClaim(round.claimedPerKey)
         }
         return round.jobs.count
     }
