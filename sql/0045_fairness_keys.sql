@@ -66,7 +66,8 @@ create index jobs_runnable_unkeyed_idx on courier.jobs (queue, priority, run_at,
 drop index courier.jobs_runnable_idx;
 alter index courier.jobs_runnable_unkeyed_idx rename to jobs_runnable_idx;
 
--- The default key in claim_fair's cursor: '' sorts before every key and is no key's name.
+-- A key's weight and cap: given values are set, the rest kept (a new key starts at weight 1 without a
+-- cap); `clear` names settings to put back to their defaults. Refusals name the parameter (22023).
 create function courier.tenant_set(fairness_key text, weight integer DEFAULT NULL::integer,
                                    max_in_flight integer DEFAULT NULL::integer, clear text[] DEFAULT '{}'::text[])
     returns setof courier.tenants
