@@ -128,7 +128,10 @@ struct ProtobufWriter {
         guard !value.isEmpty || always else { return }
         tag(field, 2)
         appendVarint(UInt64(value.utf8.count))
-        bytes += value.utf8
+        // Native strings hand over their UTF-8 bytes in one copy; appending the UTF8View
+        // element by element was a fifth of the encoder's time at 100% sampling.
+        let copied: Void? = value.utf8.withContiguousStorageIfAvailable { bytes.append(contentsOf: $0) }
+        if copied == nil { bytes += value.utf8 }
     }
 
     mutating func message(_ field: Int, _ value: ProtobufWriter) {
