@@ -19,7 +19,7 @@ import CourierStore
 /// bounds, see `JobsTable.claimFair`), for at most ``boundsKept`` keys and at most
 /// ``boundAge``: a bound that old is dropped, so each key is claimed from its start again at
 /// least that often, and a job behind the bound (a hand-back, a row another worker skipped)
-/// waits no longer than that (the plain claim's `ClaimBounds.maxSpacing`, the same 5 s).
+/// waits no longer than that (the plain claim's `ClaimBounds.maxSpacing`, 5 s).
 struct FairnessMode: Sendable, Equatable {
     let probeInterval: Duration
     let linger: Duration
@@ -36,7 +36,8 @@ struct FairnessMode: Sendable, Equatable {
     /// Per keyed queue and key, where the last claim of the key stopped, and when.
     private var bounds: [String: [String: (position: ClaimPosition, at: ContinuousClock.Instant)]] = [:]
     let boundsKept = 128
-    let boundAge: Duration = .seconds(5)
+    /// The plain claim's spacing of full claims from the start, so both claims bound a wait alike.
+    let boundAge: Duration = ClaimBounds().maxSpacing
 
     static func == (a: FairnessMode, b: FairnessMode) -> Bool {
         a.keyedQueues == b.keyedQueues && a.lastSeen == b.lastSeen && a.lastProbe == b.lastProbe
