@@ -77,10 +77,6 @@ public enum OTLPTraceEncoder {
             }
         }
     }
-
-    static func bigEndian(_ value: UInt64) -> [UInt8] {
-        (0..<8).map { UInt8(truncatingIfNeeded: value >> (56 - 8 * $0)) }
-    }
 }
 
 /// The protobuf wire format, for writing: tags, varints, fixed-width numbers and
@@ -132,12 +128,6 @@ struct ProtobufWriter {
         // element by element was a fifth of the encoder's time at 100% sampling.
         let copied: Void? = value.utf8.withContiguousStorageIfAvailable { bytes.append(contentsOf: $0) }
         if copied == nil { bytes += value.utf8 }
-    }
-
-    mutating func message(_ field: Int, _ value: ProtobufWriter) {
-        tag(field, 2)
-        appendVarint(UInt64(value.bytes.count))
-        bytes += value.bytes
     }
 
     /// A length-delimited message whose fields `body` writes in place: the body goes
