@@ -20,7 +20,7 @@ import CourierStore
 /// ``boundAge``: a bound that old is dropped, so each key is claimed from its start again at
 /// least that often, and a job behind the bound (a hand-back, a row another worker skipped)
 /// waits no longer than that (the plain claim's `ClaimBounds.maxSpacing`, 5 s).
-struct FairnessMode: Sendable, Equatable {
+struct FairnessMode: Sendable {
     let probeInterval: Duration
     let linger: Duration
     let minimumGap: Duration
@@ -38,12 +38,6 @@ struct FairnessMode: Sendable, Equatable {
     let boundsKept = 128
     /// The plain claim's spacing of full claims from the start, so both claims bound a wait alike.
     let boundAge: Duration = ClaimBounds().maxSpacing
-
-    static func == (a: FairnessMode, b: FairnessMode) -> Bool {
-        a.keyedQueues == b.keyedQueues && a.lastSeen == b.lastSeen && a.lastProbe == b.lastProbe
-            && a.announcedSinceProbe == b.announcedSinceProbe && a.cursors == b.cursors
-            && a.bounds.mapValues { $0.mapValues(\.position) } == b.bounds.mapValues { $0.mapValues(\.position) }
-    }
 
     init(probeInterval: Duration = .seconds(1), linger: Duration = .seconds(10), minimumGap: Duration = .milliseconds(20)) {
         self.probeInterval = probeInterval
