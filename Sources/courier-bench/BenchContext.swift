@@ -36,6 +36,14 @@ struct BenchContext {
         try PostgresConnection.connect(PostgresConfiguration(connectionString: connectionString, applicationName: "courier-bench"))
     }
 
+    /// Whether `courier.jobs` has `column` in the schema this database was migrated to (a
+    /// baseline build may predate it), so a probe can name the predicate of today's indexes.
+    static func jobsHaveColumn(_ column: String, on connection: PostgresConnection) throws -> Bool {
+        try connection.query(PostgresQuery(unsafeSQL: """
+            select exists (select 1 from pg_attribute where attrelid = 'courier.jobs'::regclass and attname = $1 and not attisdropped)
+            """, binds: [column])).rows[0].decode(0, as: Bool.self)
+    }
+
     var postmasterPID: pid_t? { dataDirectory.flatMap { ProcStats.postmasterPID(dataDirectory: $0) } }
 
     /// Drops and recreates the database, then applies Courier's migrations.

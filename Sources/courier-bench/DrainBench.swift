@@ -43,13 +43,8 @@ struct DrainBench {
     /// the columns), jobs_fair_idx for jobs with a fairness key (0045; a scalar subquery in its
     /// order, which the planner keeps on the index where an EXISTS would be a scan), and jobs_running_idx.
     static func drainedProbe(_ connection: PostgresConnection) throws -> String {
-        func has(_ column: String) throws -> Bool {
-            try connection.query(PostgresQuery(unsafeSQL: """
-                select exists (select 1 from pg_attribute where attrelid = 'courier.jobs'::regclass and attname = $1 and not attisdropped)
-                """, binds: [column])).rows[0].decode(0, as: Bool.self)
-        }
-        let gated = try has("gated")
-        let keyed = try has("fairness_key")
+        let gated = try BenchContext.jobsHaveColumn("gated", on: connection)
+        let keyed = try BenchContext.jobsHaveColumn("fairness_key", on: connection)
         let runnable = "queue = $1::text and state = 'available' and held_since is null" + (gated ? " and not gated" : "")
         return """
             select exists (select 1 from courier.jobs where \(runnable)\(keyed ? " and fairness_key is null" : ""))

@@ -31,6 +31,9 @@ struct SoakBench {
         let connection = try context.connect()
         defer { connection.close() }
         try context.resetQueue(connection)
+        // The claim lag reads jobs_runnable_idx, whose predicate has `fairness_key is null` from
+        // migration 0045 on (a baseline before it has no such column): one descent.
+        let unkeyed = try BenchContext.jobsHaveColumn("fairness_key", on: connection) ? "fairness_key is null" : "true"
         let queue = "soak"
         let fleet = try WorkerFleet.start(count: workers, queue: queue, concurrency: concurrency,
                                           extraArguments: ["--shutdown-grace", "5s", "--retention", retention],
@@ -67,7 +70,7 @@ struct SoakBench {
                 let elapsed = monotonicSeconds() - intervalStart
                 index += 1
                 let now = try read(connection)
-                let figures = try sizes(connection, queue: queue)
+                let figures = try sizes(connection, queue: queue, unkeyed: unkeyed)
                 let perSecond = Double(now.drained - previous.drained) / elapsed
                 let pickup = try pickupLatency(connection)
                 let indexes = try indexSizes(connection)
@@ -148,14 +151,9 @@ struct SoakBench {
         return sample
     }
 
-    private func sizes(_ connection: PostgresConnection, queue: String)
+    /// `unkeyed`: the runnable index's fairness-key predicate, or `true` on a schema without it.
+    private func sizes(_ connection: PostgresConnection, queue: String, unkeyed: String)
         throws -> (lag: Double, jobsHeap: Int, jobsIndexes: Int, archiveHeap: Int, archiveIndexes: Int, deadJobs: Int, deadArchive: Int) {
-        // The claim lag through jobs_runnable_idx, whose predicate has `fairness_key is null`
-        // from migration 0045 on (a baseline before it has no such column): one descent.
-        let keyed = try connection.query(PostgresQuery(unsafeSQL: """
-            select exists (select 1 from pg_attribute where attrelid = 'courier.jobs'::regclass and attname = 'fairness_key' and not attisdropped)
-            """)).rows[0].decode(0, as: Bool.self)
-        let unkeyed = keyed ? "fairness_key is null" : "true"
         let row = try connection.query(PostgresQuery(unsafeSQL: """
             select pg_relation_size('courier.jobs'), pg_indexes_size('courier.jobs'),
                    pg_relation_size('courier.completed_jobs'), pg_indexes_size('courier.completed_jobs'),
