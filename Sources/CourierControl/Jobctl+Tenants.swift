@@ -25,9 +25,12 @@ extension Jobctl {
     static func tenantSet(_ command: ParsedCommand, io: ControlIO) throws {
         let key = try tenantKeyArgument(command)
         let weight = try command.int("weight")
-        if let weight, !(1...1000).contains(weight) { throw command.invalid("weight", "must be between 1 and 1000") }
+        let weights = TenantsTable.weightRange, caps = TenantsTable.maxInFlightRange
+        if let weight, !weights.contains(weight) {
+            throw command.invalid("weight", "must be between \(weights.lowerBound) and \(weights.upperBound)")
+        }
         let cap = try command.int("max-in-flight")
-        if let cap, !(1...1_000_000).contains(cap) { throw command.invalid("max-in-flight", "must be between 1 and 1000000") }
+        if let cap, !caps.contains(cap) { throw command.invalid("max-in-flight", "must be between \(caps.lowerBound) and \(caps.upperBound)") }
         let clear: [TenantsTable.Field] = command.flag("no-max-in-flight") ? [.maxInFlight] : []
         let stored = try withDatabase(command, io: io) { try $0.tenantSet(key, weight: weight, maxInFlight: cap, clear: clear) }
         if command.flag("json") {

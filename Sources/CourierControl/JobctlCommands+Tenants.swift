@@ -1,5 +1,6 @@
 import CourierCLI
 import CourierCore
+import CourierStore
 
 /// `jobctl tenants` and `jobctl tenant set|reset`: the weights and caps of fairness keys (issue 42).
 extension JobctlCommands {
@@ -37,8 +38,10 @@ extension JobctlCommands {
                 abstract: "Set a key's weight or cap; what is not given stays as it is.",
                 arguments: [
                     tenantKey,
-                    .option("weight", value: "W", help: "The key's share of its queues' starts against other keys', 1 to 1000 (default 1)."),
-                    .option("max-in-flight", value: "N", help: "The most jobs of the key running at once, 1 to 1000000."),
+                    .option("weight", value: "W",
+                            help: "The key's share of its queues' starts against other keys', \(TenantsTable.weightRange.lowerBound) to \(TenantsTable.weightRange.upperBound) (default 1)."),
+                    .option("max-in-flight", value: "N",
+                            help: "The most jobs of the key running at once, \(TenantsTable.maxInFlightRange.lowerBound) to \(TenantsTable.maxInFlightRange.upperBound)."),
                     .flag("no-max-in-flight", help: "Remove the key's cap."),
                     json,
                 ],

@@ -35,21 +35,22 @@ public enum TenantsTable {
         public var waiting: CappedCount
 
         enum CodingKeys: String, CodingKey {
-            case fairnessKey = "fairness_key", weight, maxInFlight = "max_in_flight", updatedAt = "updated_at"
             case declared, running, waiting
         }
 
+        /// The tenant's fields, then the load, in one object.
         public func encode(to encoder: Encoder) throws {
+            try tenant.encode(to: encoder)
             var c = encoder.container(keyedBy: CodingKeys.self)
-            try c.encode(tenant.fairnessKey, forKey: .fairnessKey)
-            try c.encode(tenant.weight, forKey: .weight)
-            try c.encode(tenant.maxInFlight, forKey: .maxInFlight)
-            try c.encodeIfPresent(tenant.updatedAt, forKey: .updatedAt)
             try c.encode(declared, forKey: .declared)
             try c.encode(running, forKey: .running)
             try c.encode(waiting, forKey: .waiting)
         }
     }
+
+    /// The weights and caps a key may have: `courier.tenants`' checks, which `courier.tenant_set` and jobctl state in words.
+    public static let weightRange = 1...1000
+    public static let maxInFlightRange = 1...1_000_000
 
     /// Which settings ``set(_:weight:maxInFlight:clear:on:)`` may clear.
     public enum Field: String, Sendable, CaseIterable {
