@@ -45,24 +45,65 @@ public struct ClaimedJob: Sendable, Equatable {
     /// When the first of those refusals happened (nil without any).
     public var refusedSince: Date?
     /// The W3C `traceparent` the job was enqueued with (its enqueuing span), if any.
-    public var traceparent: String?
+    public var traceparent: String? {
+        get { trace?.traceparent }
+        set { updateTrace { $0.traceparent = newValue } }
+    }
     /// The W3C `tracestate` that goes with ``traceparent``.
-    public var tracestate: String?
+    public var tracestate: String? {
+        get { trace?.tracestate }
+        set { updateTrace { $0.tracestate = newValue } }
+    }
     /// When the job became due (`run_at`): the time it waited before this attempt is measured from it.
     public var runAt: Date?
     /// The `traceparent` of the previous attempt's span, as recorded in its error entry
     /// (`errors[-1].traceparent`); nil for a first attempt or one whose attempt was not traced.
-    public var previousAttemptTraceparent: String?
+    public var previousAttemptTraceparent: String? {
+        get { trace?.previousAttemptTraceparent }
+        set { updateTrace { $0.previousAttemptTraceparent = newValue } }
+    }
+    /// How long the job was due while its destination's breaker held it back since its last
+    /// attempt (`courier.jobs.held_ms`, summed by the keeper on release); nil when it was not held.
+    public var heldMilliseconds: Int64?
 
     /// Set by the worker when the job's destination opted in to trace propagation
     /// (`jobctl destination set D --propagate-trace`): the `traceparent` and `tracestate`
     /// headers the request carries. Not stored.
-    public var outboundTraceparent: String?
-    public var outboundTracestate: String?
+    public var outboundTraceparent: String? {
+        get { trace?.outboundTraceparent }
+        set { updateTrace { $0.outboundTraceparent = newValue } }
+    }
+    public var outboundTracestate: String? {
+        get { trace?.outboundTracestate }
+        set { updateTrace { $0.outboundTracestate = newValue } }
+    }
+
+    /// The job's trace context strings, kept in one optional: most jobs have none, and a job is
+    /// copied several times between its claim and its result, so five separate optional strings
+    /// were five reference counts to touch on every copy (seen in a profile of the no-op drain).
+    private struct TraceFields: Sendable, Equatable {
+        var traceparent: String?
+        var tracestate: String?
+        var previousAttemptTraceparent: String?
+        var outboundTraceparent: String?
+        var outboundTracestate: String?
+    }
+    private var trace: TraceFields?
+
+    private mutating func updateTrace(_ change: (inout TraceFields) -> Void) {
+        var fields = trace ?? TraceFields()
+        change(&fields)
+        trace = fields == TraceFields() ? nil : fields
+    }
 
     /// Set by the worker on the job of a breaker's half-open probe, which is sent although
     /// its destination is held back (it is how the destination gets tested). Not stored.
     public var isProbe = false
+
+    /// Set by the claimer on a job it leased through the gated claim (`courier.claim_gated`):
+    /// its destination has a traffic policy, so its time due before the claim includes waiting
+    /// for a slot, a token or the retry budget. Not stored.
+    public var claimedThroughGate = false
 
     /// The signing secret that applies: the job's own wins over its destination's default.
     public var effectiveSigningSecret: String? { signingSecret ?? destinationSigningSecret }
@@ -74,7 +115,7 @@ public struct ClaimedJob: Sendable, Equatable {
                 lastDelayMilliseconds: Int64? = nil, cancelRequested: Bool = false, createdAt: Date? = nil,
                 signingSecret: String? = nil, destinationSigningSecret: String? = nil, lease: Int64? = nil,
                 refusals: Int = 0, refusedSince: Date? = nil, traceparent: String? = nil, tracestate: String? = nil,
-                runAt: Date? = nil, previousAttemptTraceparent: String? = nil) {
+                runAt: Date? = nil, previousAttemptTraceparent: String? = nil, heldMilliseconds: Int64? = nil) {
         // A job built by hand (tests, tools) without a token gets its attempt number as one.
         self.lease = lease ?? Int64(attempt)
         self.createdAt = createdAt
@@ -100,10 +141,10 @@ public struct ClaimedJob: Sendable, Equatable {
         self.destinationSigningSecret = destinationSigningSecret
         self.refusals = refusals
         self.refusedSince = refusedSince
-        self.traceparent = traceparent
-        self.tracestate = tracestate
+        self.trace = traceparent == nil && tracestate == nil && previousAttemptTraceparent == nil ? nil
+            : TraceFields(traceparent: traceparent, tracestate: tracestate, previousAttemptTraceparent: previousAttemptTraceparent)
         self.runAt = runAt
-        self.previousAttemptTraceparent = previousAttemptTraceparent
+        self.heldMilliseconds = heldMilliseconds
     }
 
     /// A claim's statement around `claimed`, a statement whose rows are claimed
@@ -134,7 +175,7 @@ public struct ClaimedJob: Sendable, Equatable {
         j.body, j.timeout_ms, j.expect_content_type, j.idempotency_key, j.args::text, j.last_delay_ms,
         j.cancel_requested_at is not null, j.created_at, j.signing_secret,
         \(SigningSecretChoice.destinationDefaultSQL(for: "j.destination")), j.lease_seq,
-        \(refusalRunSQL), j.traceparent, j.tracestate, j.run_at, j.errors -> -1 ->> 'traceparent'
+        \(refusalRunSQL), j.traceparent, j.tracestate, j.run_at, j.errors -> -1 ->> 'traceparent', j.held_ms
         """
 
     /// The job's current run of refusals: its count and start, or 0 and NULL when an attempt
@@ -160,7 +201,8 @@ public struct ClaimedJob: Sendable, Equatable {
             lease: try row.decode(20, as: Int64.self),
             refusals: try row.decode(21, as: Int.self), refusedSince: try row.decode(22, as: Date?.self),
             traceparent: try row.decode(23, as: String?.self), tracestate: try row.decode(24, as: String?.self),
-            runAt: try row.decode(25, as: Date?.self), previousAttemptTraceparent: try row.decode(26, as: String?.self)
+            runAt: try row.decode(25, as: Date?.self), previousAttemptTraceparent: try row.decode(26, as: String?.self),
+            heldMilliseconds: try row.decode(27, as: Int64?.self)
         )
     }
 }

@@ -329,7 +329,13 @@ extension JobsTable {
             )
             update courier.jobs j
             set state = 'running', attempt = j.attempt + 1, lease_seq = j.lease_seq + 1, leased_by = $3,
-                lease_expires_at = now() + $4 * interval '1 millisecond', attempted_at = now()
+                lease_expires_at = now() + $4 * interval '1 millisecond', attempted_at = now(),
+                -- The probe's job is sent while still held: what the hold has cost it so far goes
+                -- to held_ms for its span, and the hold is counted on from now, never twice.
+                held_ms = case when j.held_since is null then j.held_ms
+                               else coalesce(j.held_ms, 0)
+                                    + greatest(0, (extract(epoch from now() - greatest(j.held_since, j.run_at)) * 1000)::bigint) end,
+                held_since = case when j.held_since is not null then now() end
             from picked where j.id = picked.id
             returning \(ClaimedJob.columns)
             """

@@ -12,7 +12,11 @@ extension JobsTable {
     public static func claimGated(queue: String, limit: Int, worker: UUID, leaseMilliseconds: Int,
                                   on connection: PostgresConnection) throws -> [ClaimedJob] {
         try connection.query(PostgresQuery(unsafeSQL: claimGatedSQL, binds: [queue, limit, worker, leaseMilliseconds]))
-            .rows.map(ClaimedJob.init(row:))
+            .rows.map { row in
+                var job = try ClaimedJob(row: row)
+                job.claimedThroughGate = true
+                return job
+            }
     }
 
     /// The gated claim: $1 queue, $2 limit, $3 worker id, $4 lease in milliseconds.

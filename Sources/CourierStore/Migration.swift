@@ -63,6 +63,8 @@ extension Migration {
                   bytes: PackageResources._043_an_origins_limits_cover_its_sub_keys_sql),
         Migration(version: 44, name: "0044_trace_context.sql", bytes: PackageResources._044_trace_context_sql),
         Migration(version: 45, name: "0045_fairness_keys.sql", bytes: PackageResources._045_fairness_keys_sql),
+        Migration(version: 46, name: "0046_breaker_holds_are_remembered.sql",
+                  bytes: PackageResources._046_breaker_holds_are_remembered_sql),
     ]
 
     init(version: Int, name: String, bytes: [UInt8]) {

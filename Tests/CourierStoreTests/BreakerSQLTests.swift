@@ -530,6 +530,54 @@ import Testing
         }
     }
 
+    /// held_ms, for the next attempt's span (courier.breaker_held): the time a job was due while
+    /// held, summed on release and by a probe's claim, read by the claim, cleared by the retry.
+    @Test func theTimeAJobWasDueWhileHeldReachesItsNextAttemptAndEndsWithIt() throws {
+        try CourierTestDatabase.with { (_, db) throws in
+            let ids = try Self.enqueue(db, 3)
+            let (dueBefore, dueDuring, scheduled) = (ids[0], ids[1], ids[2])
+            try Self.trip(db)
+            // Held for 90 s; the first job was due before, the second fell due 30 s ago, the third is due in an hour.
+            try db.query("update courier.jobs set held_since = now() - interval '90 seconds'")
+            try db.query("update courier.jobs set run_at = now() - interval '100 seconds' where id = \(dueBefore)")
+            try db.query("update courier.jobs set run_at = now() - interval '30 seconds' where id = \(dueDuring)")
+            try db.query("update courier.jobs set run_at = now() + interval '1 hour' where id = \(scheduled)")
+            func heldMs(_ id: Int64) throws -> Int64? {
+                try db.query("select held_ms from courier.jobs where id = \(id)").rows[0].decode(0, as: Int64?.self)
+            }
+            #expect(try heldMs(dueBefore) == nil, "nothing is written while the job is held")
+            try BreakersTable.force(destination: Self.destination, action: .close, on: db)
+            try Self.keep(db)
+            let released = try ids.map(heldMs)
+            #expect((90_000...95_000).contains(released[0] ?? 0), "\(released)")
+            #expect((30_000...35_000).contains(released[1] ?? 0), "\(released)")
+            #expect(released[2] == 0, "time held before run_at cost the job nothing")
+
+            let worker = UUID()
+            let claimed = try JobsTable.claim(queue: "default", limit: 10, worker: worker, leaseMilliseconds: 30_000, on: db)
+            let job = try #require(claimed.first { $0.id == dueBefore })
+            #expect(job.heldMilliseconds == released[0], "the claim reads it with the job")
+            #expect(!job.claimedThroughGate)
+            try JobsTable.retry([.init(id: job.id, attempt: job.attempt, lease: job.lease, delayMilliseconds: 0, errorJSON: "{}")],
+                                worker: worker, on: db)
+            #expect(try heldMs(dueBefore) == nil, "the attempt that ends takes its hold with it")
+
+            // A probe's job is sent while held: its claim counts the hold so far and restarts the count.
+            try Self.trip(db)
+            try db.query("update courier.jobs set held_since = now() - interval '60 seconds', run_at = now() - interval '60 seconds' where id = \(dueBefore)")
+            try Self.elapseCooldown(db)
+            let generation = try #require(try BreakersTable.tryProbe(destination: Self.destination, worker: worker,
+                                                                     probeLeaseMilliseconds: 30_000, on: db))
+            let probe = try #require(try JobsTable.claimProbe(destination: Self.destination, generation: generation,
+                                                              queues: ["default"], worker: worker, leaseMilliseconds: 30_000, on: db))
+            #expect(probe.id == dueBefore)
+            #expect((60_000...65_000).contains(probe.heldMilliseconds ?? 0), "\(String(describing: probe.heldMilliseconds))")
+            let restarted = try db.query("select extract(epoch from now() - held_since) from courier.jobs where id = \(dueBefore)")
+                .rows[0].decode(0, as: Double.self)
+            #expect(restarted < 5, "the hold is counted on from the probe's claim, never twice")
+        }
+    }
+
     @Test func closeAndResetReleaseHeldJobsAndClearCounts() throws {
         try CourierTestDatabase.with { (_, db) throws in
             let ids = try Self.enqueue(db, 3)

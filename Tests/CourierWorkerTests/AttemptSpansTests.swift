@@ -91,6 +91,34 @@ import Testing
         #expect(held.statusCode == .unset && held.events.map(\.name) == ["courier.handed_back"])
     }
 
+    @Test func breakerHoldsAndTrafficWaitsAreEventsAtTheAttemptsStart() throws {
+        var ids = SplitMix64(seed: 5)
+        let spans = AttemptSpans(sampler: .alwaysOn, childOfEnqueue: false)
+        var job = Self.job()
+        let plain = spans.start(job, now: Self.now, ids: &ids)
+        let none = spans.finish(plain, job: job, classification: .success(status: 200), end: .succeeded, now: Self.now)
+        #expect(none.events.isEmpty, "a job claimed by the plain claim and never held waited for a worker only")
+
+        job.heldMilliseconds = 61_000
+        job.claimedThroughGate = true
+        let started = spans.start(job, now: Self.now, ids: &ids)
+        let span = spans.finish(started, job: job, classification: Self.failure,
+                                end: .retry(delay: .seconds(2), destinationPause: nil), now: Self.now.addingTimeInterval(1))
+        #expect(span.events.map(\.name) == ["courier.breaker_held", "courier.traffic_wait", "courier.retry_scheduled"])
+        #expect(span.events[0].attributes == [.init("courier.held_ms", .int(61_000))])
+        #expect(span.events[1].attributes == [.init("courier.waited_ms", .int(1500))])
+        #expect(span.events[0].timeUnixNano == started.startUnixNano && span.events[1].timeUnixNano == started.startUnixNano)
+
+        job.heldMilliseconds = 0
+        let due = ClaimedJob(id: 1, attempt: 1, destination: "d", url: nil, runAt: Self.now.addingTimeInterval(5))
+        var gatedNotLate = due
+        gatedNotLate.claimedThroughGate = true
+        let early = spans.start(gatedNotLate, now: Self.now, ids: &ids)
+        #expect(AttemptSpans.waitEvents(early, job: gatedNotLate).isEmpty, "no wait when the job was claimed as it fell due")
+        #expect(AttemptSpans.waitEvents(spans.start(job, now: Self.now, ids: &ids), job: job).map(\.name) == ["courier.traffic_wait"],
+                "a hold of 0 ms is no event")
+    }
+
     @Test func ratioSamplingDecidesByTraceSoEveryAttemptAgrees() {
         var ids = SplitMix64(seed: 11)
         let none = AttemptSpans(sampler: .parentBased(root: .traceIDRatio(0)), childOfEnqueue: false)

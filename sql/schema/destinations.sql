@@ -645,7 +645,12 @@ begin
                           where b.destination = h.destination and (b.state <> 'closed' or b.not_before > now()))
     loop
         exit when v_left <= 0;
-        update courier.jobs j set held_since = null
+        -- What the hold cost the job: the time it was due while held, kept until its next
+        -- attempt's end for that attempt's span (courier.breaker_held).
+        update courier.jobs j
+        set held_since = null,
+            held_ms = coalesce(j.held_ms, 0)
+                      + greatest(0, (extract(epoch from now() - greatest(j.held_since, j.run_at)) * 1000)::bigint)
         where j.id in (select c.id from courier.jobs c
                        where c.destination = v_destination and c.state = 'available' and c.held_since is not null
                        order by c.destination

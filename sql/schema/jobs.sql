@@ -50,6 +50,7 @@ CREATE TABLE courier.jobs (
     traceparent courier.traceparent,
     tracestate courier.tracestate,
     fairness_key courier.fairness_key,
+    held_ms bigint,
     CONSTRAINT jobs_attempt_check CHECK ((attempt >= 0)),
     CONSTRAINT jobs_max_attempts_check CHECK (((max_attempts >= 1) AND (max_attempts <= 1000))),
     CONSTRAINT jobs_priority_check CHECK (((priority >= '-32768'::integer) AND (priority <= 32767))),
@@ -1964,7 +1965,7 @@ begin
         set state = 'available', run_at = now() + a.delay_ms * interval '1 millisecond', last_delay_ms = a.delay_ms,
             leased_by = null, lease_expires_at = null, errors = j.errors || jsonb_build_array(a.error::jsonb),
             attempt = j.attempt - case when a.uses_attempt then 0 else 1 end,
-            held_since = case when courier.breaker_holds(j.destination) then now() end
+            held_since = case when courier.breaker_holds(j.destination) then now() end, held_ms = null
         from a
         where j.id = any(p_ids) and j.id = a.id and j.lease_seq = a.lease and j.leased_by = p_worker
           and j.cancel_requested_at is null

@@ -97,7 +97,7 @@ struct AttemptSpans: Sendable {
         if let waited = started.waitedMilliseconds { attributes.append(.init("courier.job.waited_ms", .int(waited))) }
         if job.isProbe { attributes.append(.init("courier.breaker.probe", .bool(true))) }
 
-        var events: [SpanData.Event] = []
+        var events = Self.waitEvents(started, job: job)
         let outcome: String
         switch end {
         case .succeeded:
@@ -130,6 +130,24 @@ struct AttemptSpans: Sendable {
                         name: "process \(job.queue)", kind: .consumer, startUnixNano: started.startUnixNano, endUnixNano: endNano,
                         attributes: attributes, events: events, links: started.links,
                         statusCode: failed ? .error : .unset, statusMessage: message)
+    }
+
+    /// What held the job back before this attempt, as events at the attempt's start: its
+    /// destination's breaker (`courier.breaker_held`, the time it was due while held, summed by
+    /// the keeper) and its destination's traffic policy (`courier.traffic_wait`, for a job claimed
+    /// through the gated claim: its time due before the claim, which is spent waiting for a slot,
+    /// a token or the retry budget, or for a free worker like any job's).
+    static func waitEvents(_ started: Started, job: ClaimedJob) -> [SpanData.Event] {
+        var events: [SpanData.Event] = []
+        if let held = job.heldMilliseconds, held > 0 {
+            events.append(.init(name: "courier.breaker_held", timeUnixNano: started.startUnixNano,
+                                attributes: [.init("courier.held_ms", .int(held))]))
+        }
+        if job.claimedThroughGate, let waited = started.waitedMilliseconds, waited > 0 {
+            events.append(.init(name: "courier.traffic_wait", timeUnixNano: started.startUnixNano,
+                                attributes: [.init("courier.waited_ms", .int(waited))]))
+        }
+        return events
     }
 
     /// Nanoseconds since 1970, to the microsecond (what a `Date` holds exactly at today's dates).
