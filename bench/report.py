@@ -649,6 +649,77 @@ if fair:
               f"| {cell([r['pickup_max_ms'] for r in rs], '{:,.1f}')} | {cell([r['backlog_served'] for r in rs])} |")
     w("")
 
+# ------------------------------------------------------------------ fairness keys (issue 42)
+tenants = [r for r in courier if r["bench"] == "tenants"]
+tenant_keys = [r for r in courier if r["bench"] == "drain" and r.get("tag") == "tenant-keys"]
+if tenants or tenant_keys:
+    w("## Fairness keys: a trickle behind one tenant's flood, weighted shares, the claim with many keys (issue 42)")
+    w("")
+    trickle = [r for r in tenants if r["scenario"] == "trickle"]
+    noisy = [r for r in tenants if r["scenario"] == "noisy"]
+    if trickle or noisy:
+        r0 = (noisy or trickle)[0]
+        w(f"{r0['trickle_keys']} fairness keys each enqueue one GET a second (`courier.enqueue(..., fairness_key =>)`, "
+          f"{r0['n']:,} in all, one every {1000 / r0['trickle_keys']:.0f} ms in turn) to a loopback receiver, drained by "
+          f"{r0['workers']} jobworkers --concurrency {r0['concurrency']}: on an empty queue, and while one key's flood "
+          + ((f"of {noisy[0]['flood']:,} no-op jobs (inserted at once, one statement; claimed by the same fair claim as the trickle) "
+              if noisy[0].get("flood_kind", "http") == "noop" else
+              f"of {noisy[0]['flood']:,} GETs of the same receiver (one destination for every key, inserted at once) ") if noisy else "")
+          + "drains (`courier-bench tenants`). Pickup = the trickle job's COMMIT returning → its request read by the "
+          "receiver. Aim: p99 behind the flood within 2× of the empty queue's plus 10 ms. No peer has fairness keys.")
+        w("")
+        w("| trickle | pickup p50 ms | p99 ms | max ms | flood jobs/s meanwhile |")
+        w("|---|---|---|---|---|")
+        for label, rs in (("on an empty queue", trickle), ("behind the flood", noisy)):
+            if rs:
+                flood = cell([r["flood_jobs_per_s"] for r in rs]) if "flood_jobs_per_s" in rs[0] else "–"
+                if rs and "flood_outlasted_trickle" in rs[0] and not all(r["flood_outlasted_trickle"] for r in rs):
+                    flood += " (the flood ran out before the trickle ended)"
+                w(f"| {label} | {cell([r['pickup_p50_ms'] for r in rs], '{:,.1f}')} | {cell([r['pickup_p99_ms'] for r in rs], '{:,.1f}')} "
+                  f"| {cell([r['pickup_max_ms'] for r in rs], '{:,.1f}')} | {flood} |")
+        if trickle and noisy:
+            empty99 = med([r["pickup_p99_ms"] for r in trickle])
+            behind99 = med([r["pickup_p99_ms"] for r in noisy])
+            limit = 2 * empty99 + 10
+            w("")
+            w(f"p99 behind the flood {behind99:,.1f} ms against the aim's {limit:,.1f} ms (2 × {empty99:,.1f} + 10): "
+              f"{verdict(behind99 <= limit)}.")
+        w("")
+    weighted = [r for r in tenants if r["scenario"] == "weighted"]
+    if weighted:
+        r0 = weighted[0]
+        w(f"Keys w1, w2 and w4 with weights 1, 2 and 4 (`courier.tenant_set`), {r0['backlog_per_key']:,} GETs each answered "
+          f"after {r0['delay_ms']} ms, so the fleet's slots ({r0['workers']} jobworkers --concurrency {r0['concurrency']}) "
+          "are the bottleneck; each key's share of the starts in each minute from 5 s after GO, counted by the receiver. "
+          "Aim: 14.3% / 28.6% / 57.1% within 5 points.")
+        w("")
+        w("| rep | minute | w1 | w2 | w4 | worst, points off | starts/s | every key backlogged |")
+        w("|---|---|---|---|---|---|---|---|")
+        for r in weighted:
+            sh = r["shares_pct"]
+            w(f"| {r['rep']} | {r['minute']} | {sh['w1']:.1f}% | {sh['w2']:.1f}% | {sh['w4']:.1f}% | {r['worst_points_off']:.1f} "
+              f"| {r['starts_per_s']:,.0f} | {'yes' if r['every_key_backlogged'] else 'no'} |")
+        worst = max(r["worst_points_off"] for r in weighted)
+        w("")
+        w(f"Worst minute {worst:.1f} points off: {verdict(worst <= 5 and all(r['every_key_backlogged'] for r in weighted))}.")
+        w("")
+    if tenant_keys:
+        r0 = tenant_keys[0]
+        w(f"The claim's cost with many keys: the no-op drain of {r0['n']:,} jobs, {r0['workers']} jobworkers --concurrency "
+          f"{r0['concurrency']}, with its jobs spread over K fairness keys in turn (`courier-bench drain --fairness-keys K`; "
+          "0 = no key, the plain claim), in the same repetitions.")
+        w("")
+        w("| fairness keys | jobs/s | worker CPU s / 100k jobs | PostgreSQL CPU s / 100k jobs | vs no key |")
+        w("|---|---|---|---|---|")
+        groups = by(tenant_keys, "fairness_keys")
+        plain = [r["jobs_per_s"] for r in groups.get((None,), [])]
+        for key in sorted(groups, key=lambda k: k[0] or 0):
+            rs = groups[key]
+            jps = [r["jobs_per_s"] for r in rs]
+            w(f"| {key[0] or 0:,} | {cell(jps)} | {cell([r['worker_cpu_s_per_100k'] for r in rs], '{:.2f}')} "
+              f"| {cell([r['postgres_cpu_s_per_100k'] for r in rs], '{:.2f}')} | {ratio(med(jps), med(plain)):.2f}× |")
+        w("")
+
 # ------------------------------------------------------------------ baseline (BASELINE=rev bench/run.sh)
 baseline = rows("courier-baseline.jsonl")
 if baseline:

@@ -6,7 +6,7 @@
 #
 #   bench/run.sh                 # everything, ~20-25 min on the 2-core reference box
 #   QUICK=1 bench/run.sh         # small sizes, 1 rep: checks the harness in ~4 min (figures not comparable)
-#   ONLY="drain latency" bench/run.sh   # subset of: pgbench drain http latency memory enqueue enqconc traffic fair
+#   ONLY="drain latency" bench/run.sh   # subset of: pgbench drain http latency memory enqueue enqconc traffic fair tenants
 #                                         #   and soak backlog outage longtx (issue 12; not in the default set:
 #                                         #   at full size they take ~30 + ~10 + ~15 + ~3 min)
 #   ONLY="soak backlog outage longtx" bench/run.sh   # the scale and endurance runs alone
@@ -30,6 +30,11 @@
 #   MEM_CONC [256]  MEM_DELAY [10]         memory: in-flight slow requests, seconds each takes
 #   TRAFFIC_JOBS [50000]  TRAFFIC_DESTINATIONS [100]  TRAFFIC_WAITING [10000]   traffic: claim cost
 #   FAIR_BACKLOG [200000]  FAIR_N [100]  FAIR_INTERVAL_MS [100]   fair: a trickle's pickup behind a backlog
+#   TENANT_REPS [1]  TENANT_FLOOD [1000000]  TENANT_TRICKLE_KEYS [50]  TENANT_TRICKLE_S [30]
+#   TENANT_WEIGHTED_BACKLOG [200000]  TENANT_WEIGHTED_MINUTES [2]  TENANT_KEYS [10000]  TENANT_KEYS_N [200000]
+#                            tenants (issue 42): 50 keys' trickle of 1 job/s each on an empty queue and behind one
+#                            key's flood; keys weighted 1:2:4 under full load, shares per minute; the no-op drain
+#                            with its jobs over 0, 1 and TENANT_KEYS fairness keys (the fair claim's cost)
 #   ENQ_LINES [100000]  ENQ_SQL_CALLS [10000]   enqueue: NDJSON lines; courier.enqueue calls
 #   PGB_CLIENTS ["1,2,4"]  PGB_T [5]  PGB_FILL [600000]  PGB_BATCH [the worker's default --claim-batch]
 #                            raw-SQL limit (pgbench) clients, seconds, rows, jobs per claim
@@ -68,12 +73,17 @@ if [ "$QUICK" = 1 ]; then
   : "${PGQ_CONFIGS:=2 1 500}"
   : "${SOAK_MINUTES:=3}" "${SOAK_RATE:=5000}" "${SOAK_SAMPLE:=30}" "${BACKLOG_RUNNABLE:=100000}" "${BACKLOG_WAITING:=900000}"
   : "${OUTAGE_WAITING:=100000}" "${OUTAGE_MINUTES:=1}" "${ENQC_T:=3}" "${ENQC_CLIENTS:=1 8}"
+  : "${TENANT_FLOOD:=200000}" "${TENANT_TRICKLE_S:=5}" "${TENANT_WEIGHTED_BACKLOG:=50000}" "${TENANT_WEIGHTED_MINUTES:=1}"
+  : "${TENANT_KEYS:=1000}" "${TENANT_KEYS_N:=20000}"
 fi
 REPS="${REPS:-3}"
-ONLY="${ONLY:-pgbench drain http latency memory enqueue enqconc traffic fair}"
+ONLY="${ONLY:-pgbench drain http latency memory enqueue enqconc traffic fair tenants}"
 has() { [[ " $ONLY " == *" $1 "* ]]; }
 DRAIN_REPS="${DRAIN_REPS:-$REPS}"
 FAIR_BACKLOG="${FAIR_BACKLOG:-200000}"; FAIR_N="${FAIR_N:-100}"; FAIR_INTERVAL_MS="${FAIR_INTERVAL_MS:-100}"
+TENANT_REPS="${TENANT_REPS:-1}"; TENANT_FLOOD="${TENANT_FLOOD:-1000000}"; TENANT_TRICKLE_KEYS="${TENANT_TRICKLE_KEYS:-50}"
+TENANT_TRICKLE_S="${TENANT_TRICKLE_S:-30}"; TENANT_WEIGHTED_BACKLOG="${TENANT_WEIGHTED_BACKLOG:-200000}"
+TENANT_WEIGHTED_MINUTES="${TENANT_WEIGHTED_MINUTES:-2}"; TENANT_KEYS="${TENANT_KEYS:-10000}"; TENANT_KEYS_N="${TENANT_KEYS_N:-200000}"
 TRAFFIC_JOBS="${TRAFFIC_JOBS:-50000}"
 TRAFFIC_DESTINATIONS="${TRAFFIC_DESTINATIONS:-100}"
 TRAFFIC_WAITING="${TRAFFIC_WAITING:-10000}"
@@ -356,6 +366,23 @@ if has fair; then
     base fair --backlog "$FAIR_BACKLOG" --jobs "$FAIR_N" --interval-ms "$FAIR_INTERVAL_MS" --reps 1
   done
   say "fair end"
+fi
+
+# ---- 12a. fairness keys (issue 42): the trickle of many keys on an empty queue and behind one key's
+#          flood, weighted shares per minute, and the fair claim's cost with many keys (Courier only:
+#          no peer has fairness keys, and the baseline before 0045 has no column for them)
+if has tenants; then
+  say "tenants"
+  for rep in $(seq 1 "$TENANT_REPS"); do
+    "${CB[@]}" tenants "${COMMON[@]}" --flood "$TENANT_FLOOD" --trickle-keys "$TENANT_TRICKLE_KEYS" \
+      --trickle-seconds "$TENANT_TRICKLE_S" --weighted-backlog "$TENANT_WEIGHTED_BACKLOG" \
+      --weighted-minutes "$TENANT_WEIGHTED_MINUTES" --reps 1
+    for keys in 0 1 "$TENANT_KEYS"; do
+      "${CB[@]}" drain "${COMMON[@]}" --kind noop --jobs "$TENANT_KEYS_N" --workers 2 --concurrency 256 --reps 1 \
+        --tag tenant-keys --fairness-keys "$keys"
+    done
+  done
+  say "tenants end"
 fi
 
 # ---- 12b. tracing (issue 44): the no-op and HTTP drains with every attempt's span exported

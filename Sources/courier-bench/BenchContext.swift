@@ -70,9 +70,16 @@ struct BenchContext {
         try connection.simpleQuery("checkpoint")
     }
 
-    /// Inserts `count` jobs in one statement: `noop` jobs, or GETs of `url`.
-    func insertJobs(_ connection: PostgresConnection, count: Int, queue: String, url: String?) throws {
-        if let url {
+    /// Inserts `count` jobs in one statement: `noop` jobs, or GETs of `url`; with `fairnessKeys`
+    /// above 0, no-op jobs spread over that many keys in turn (`k0`, `k1`, ...).
+    func insertJobs(_ connection: PostgresConnection, count: Int, queue: String, url: String?, fairnessKeys: Int = 0) throws {
+        if fairnessKeys > 0 {
+            precondition(url == nil, "keyed jobs are no-op jobs here")
+            try connection.execute(PostgresQuery(unsafeSQL: """
+                insert into courier.jobs (kind, destination, args, queue, fairness_key)
+                select 'noop', 'job:noop', '{}', $1::text, 'k' || (g % $3::int) from generate_series(1, $2::int) g
+                """, binds: [queue, count, fairnessKeys]))
+        } else if let url {
             try connection.execute(PostgresQuery(unsafeSQL: """
                 insert into courier.jobs (kind, destination, method, url, queue)
                 select 'http', courier.destination_of($1::text), 'GET', $1::text, $2::text from generate_series(1, $3::int)

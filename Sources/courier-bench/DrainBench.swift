@@ -37,6 +37,10 @@ struct DrainBench {
     /// Marks the rows for a report section of their own (e.g. "longtx"); nil for the drain tables.
     var tag: String?
 
+    /// Spreads the jobs over this many fairness keys (`k0`, `k1`, ...), so the fair claim drains
+    /// them; 0 leaves them without a key (the plain claim). Needs migration 0045.
+    var fairnessKeys = 0
+
     /// "Is a job of queue $1 still waiting or running?" through the claim indexes and the
     /// running-jobs index, never a scan: jobs_runnable_idx (its predicate has `not gated` from
     /// migration 0014 on and `fairness_key is null` from 0045 on: a baseline before them lacks
@@ -99,7 +103,7 @@ struct DrainBench {
         } ?? "job:noop"
         let gate = try Gate(connection)
         try gate.close(queue: queue, destination: destination, on: connection)
-        try context.insertJobs(connection, count: jobs, queue: queue, url: url)
+        try context.insertJobs(connection, count: jobs, queue: queue, url: url, fairnessKeys: fairnessKeys)
         try connection.simpleQuery("vacuum analyze courier.jobs")
 
         var extra = ["--shutdown-grace", "5s"]
@@ -168,6 +172,7 @@ struct DrainBench {
                 "held_snapshot": holdSnapshot,
             ]
             if let tag { row["tag"] = tag }
+            if fairnessKeys > 0 { row["fairness_keys"] = fairnessKeys }
             // From the archive's finish times: absent without it.
             if dbSeconds.isFinite { row["db_seconds"] = Stats.rounded(dbSeconds, 4) }
             let split = CPUSampler.split(before, after)

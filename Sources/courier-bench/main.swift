@@ -20,6 +20,12 @@ import Foundation
 //                          (claim cost with capped destinations' backlogs against no policies, same run)
 //   courier-bench fair     [common] --backlog 200000 --jobs 100 --interval-ms 100 --concurrency 64 --reps 3
 //                          (a trickle destination's pickup behind another's backlog; no policies)
+//   courier-bench tenants  [common] --flood 1000000 --flood-kind noop|http --trickle-keys 50 --trickle-seconds 30 --workers 2 --concurrency 256
+//                          --weighted-backlog 200000 --weighted-minutes 2 --weighted-delay-ms 50 --weighted-concurrency 64
+//                          [--scenarios trickle,noisy,weighted] --reps 1
+//                          (fairness keys, issue 42: a trickle's pickup on an empty queue and behind one key's flood;
+//                           shares per minute of keys weighted 1:2:4 under full load)
+//   (drain also takes --fairness-keys K: its jobs spread over K fairness keys, for the fair claim's cost)
 //   courier-bench backlog  [common] --runnable 1000000 --waiting 9000000 --held-share 0.5 --workers 2 --concurrency 256 --loaders 2 --reps 1
 //                          [--scenarios empty,backlog]
 //                          drain of the runnable jobs with the waiting ones scheduled ahead / held, against an empty table
@@ -30,7 +36,7 @@ import Foundation
 // common: --db NAME --bin-dir DIR --work-dir DIR --out FILE --pg-data DIR (PG* variables select the cluster)
 
 func runBench(_ arguments: [String]) throws {
-    guard let command = arguments.first else { throw BenchError("usage: courier-bench setup|enqueue|drain|pgbench|latency|memory|soak|backlog|outage|traffic|fair|script [options]") }
+    guard let command = arguments.first else { throw BenchError("usage: courier-bench setup|enqueue|drain|pgbench|latency|memory|soak|backlog|outage|traffic|fair|tenants|script [options]") }
     let rest = arguments.dropFirst()
     let common = BenchContext.commonOptions
     switch command {
@@ -44,14 +50,18 @@ func runBench(_ arguments: [String]) throws {
                                  sqlCalls: try options.int("sql-calls", default: 10_000))
         for rep in 1...max(1, try options.int("reps", default: 3)) { try bench.run(rep: rep) }
     case "drain":
-        let options = try BenchOptions(rest, known: common + ["kind", "jobs", "workers", "concurrency", "reps", "url", "retention", "hold-snapshot", "tag"])
+        let options = try BenchOptions(rest, known: common + ["kind", "jobs", "workers", "concurrency", "reps", "url", "retention", "hold-snapshot", "tag",
+                                                              "fairness-keys"])
         guard let kind = DrainBench.Kind(rawValue: options.string("kind", default: "noop")) else { throw BenchError("--kind: noop or http") }
         let bench = DrainBench(context: try BenchContext(options), kind: kind,
                                jobs: try options.int("jobs", default: kind == .noop ? 100_000 : 50_000),
                                httpURL: options.string("url", default: "http://127.0.0.1:18080/ok"),
                                retention: options.optional("retention"),
                                holdSnapshot: options.optional("hold-snapshot").map { $0 != "0" && $0 != "false" } ?? false,
-                               tag: options.optional("tag"))
+                               tag: options.optional("tag"), fairnessKeys: try options.int("fairness-keys", default: 0))
+        guard bench.fairnessKeys >= 0, bench.fairnessKeys == 0 || kind == .noop else {
+            throw BenchError("--fairness-keys: 0 or more, and only with --kind noop")
+        }
         let reps = max(1, try options.int("reps", default: 3))
         for rep in 1...reps {
             for workers in try options.intList("workers", default: [1, 2]) {
@@ -116,6 +126,29 @@ func runBench(_ arguments: [String]) throws {
                               jobs: try options.int("jobs", default: 100), intervalMilliseconds: try options.int("interval-ms", default: 100),
                               concurrency: try options.int("concurrency", default: 64))
         for rep in 1...max(1, try options.int("reps", default: 3)) { try bench.run(rep: rep) }
+    case "tenants":
+        let options = try BenchOptions(rest, known: common + ["flood", "flood-kind", "trickle-keys", "trickle-seconds", "workers", "concurrency",
+                                                              "weighted-backlog", "weighted-minutes", "weighted-delay-ms",
+                                                              "weighted-concurrency", "scenarios", "reps"])
+        let scenarios = options.string("scenarios", default: TenantBench.scenarios.joined(separator: ",")).split(separator: ",").map(String.init)
+        guard !scenarios.isEmpty, scenarios.allSatisfy(TenantBench.scenarios.contains) else {
+            throw BenchError("--scenarios: a comma-separated list of \(TenantBench.scenarios.joined(separator: ", "))")
+        }
+        guard let floodKind = DrainBench.Kind(rawValue: options.string("flood-kind", default: "noop")) else {
+            throw BenchError("--flood-kind: noop or http")
+        }
+        let bench = TenantBench(context: try BenchContext(options), flood: try options.int("flood", default: 1_000_000), floodKind: floodKind,
+                                trickleKeys: try options.int("trickle-keys", default: 50),
+                                trickleSeconds: try options.int("trickle-seconds", default: 30),
+                                workers: try options.int("workers", default: 2), concurrency: try options.int("concurrency", default: 256),
+                                weightedBacklog: try options.int("weighted-backlog", default: 200_000),
+                                weightedMinutes: try options.int("weighted-minutes", default: 2),
+                                weightedDelayMilliseconds: try options.int("weighted-delay-ms", default: 50),
+                                weightedConcurrency: try options.int("weighted-concurrency", default: 64), scenarios: scenarios)
+        guard bench.trickleKeys >= 1, bench.trickleSeconds >= 1, bench.weightedMinutes >= 1, bench.flood >= 1 else {
+            throw BenchError("--flood, --trickle-keys, --trickle-seconds and --weighted-minutes must be 1 or more")
+        }
+        for rep in 1...max(1, try options.int("reps", default: 1)) { try bench.run(rep: rep) }
     case "memory":
         let options = try BenchOptions(rest, known: common + ["concurrency", "delay"])
         try MemoryBench(context: try BenchContext(options), concurrency: try options.int("concurrency", default: 256),
