@@ -5,7 +5,7 @@ select j.id, j.kind, j.queue, j.attempt, j.max_attempts, j.deadline, j.destinati
 j.body, j.timeout_ms, j.expect_content_type, j.idempotency_key, j.args::text, j.last_delay_ms,
 j.cancel_requested_at is not null, j.created_at, j.signing_secret,
 (select sd.signing_secret from courier.destinations sd where sd.destination = j.destination), j.lease_seq,
-case when j.refused_attempt = j.attempt - 1 then j.refusals else 0 end, case when j.refused_attempt = j.attempt - 1 then j.refused_since end, j.traceparent, j.tracestate, j.run_at, j.errors -> -1 ->> 'traceparent', j.priority, (extract(epoch from j.run_at) * 1000000)::bigint
+case when j.refused_attempt = j.attempt - 1 then j.refusals else 0 end, case when j.refused_attempt = j.attempt - 1 then j.refused_since end, j.traceparent, j.tracestate, j.run_at, j.errors -> -1 ->> 'traceparent', j.held_ms, j.priority, (extract(epoch from j.run_at) * 1000000)::bigint
 from (select * from courier.claim(:queue, :batch::int, :wid, :lease::int, null, null, null)) j
 )
 select coalesce(array_agg(id), '{}') as ids, coalesce(array_agg(attempt), '{}') as attempts,
