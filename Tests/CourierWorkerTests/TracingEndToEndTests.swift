@@ -198,6 +198,53 @@ final class OTLPCollector: @unchecked Sendable {
         }
     }
 
+    static func events(_ span: [String: Any]) -> [String: [String: Any]] {
+        Dictionary((span["events"] as? [[String: Any]] ?? []).map { ($0["name"] as? String ?? "", $0["attributes"] as? [String: Any] ?? [:]) },
+                   uniquingKeysWith: { first, _ in first })
+    }
+
+    /// What held a job back before its attempt, on that attempt's span: a breaker's hold
+    /// (courier.breaker_held, summed by the keeper on release) and a destination's cap
+    /// (courier.traffic_wait, for the jobs the gated claim leased after they waited for a slot).
+    @Test func aBreakerHoldAndATrafficWaitAreEventsOnTheAttemptThatFollows() async throws {
+        let collector = try OTLPCollector()
+        defer { collector.stop() }
+        try await WorkerHarness.with { harness in
+            let port = harness.server.port
+            // Capped at one in flight, each request answered after 300 ms: the third job waits for two.
+            _ = try DestinationsTable.merge(.init(destination: harness.server.baseURL, maxInFlight: 1), on: harness.db)
+            harness.server.setBehavior(.slow(delay: .milliseconds(300), then: .json200), forPath: "/capped")
+            let capped = try (0..<3).map { _ in try harness.enqueue("/capped") }
+            // Another spelling of the server is another destination: its breaker is open, and its job
+            // has been due and held for 30 s (set on the row, so no test sleeps for it).
+            let heldDestination = "http://localhost:\(port)"
+            _ = try BreakersTable.force(destination: heldDestination, action: .open, on: harness.db)
+            let held = try TestRows(harness.db).job(url: heldDestination + "/held")
+            try harness.db.query("""
+                update courier.jobs set held_since = now() - interval '30 seconds', run_at = now() - interval '30 seconds'
+                where id = \(held)
+                """)
+            try harness.start { $0.tracing = Self.tracing(collector.baseURL) }
+            for id in capped { _ = try await harness.waitFor(id, .succeeded) }
+            _ = try BreakersTable.force(destination: heldDestination, action: .close, on: harness.db)
+            _ = try await harness.waitFor(held, .succeeded)
+            #expect(try await harness.eventually { try (capped + [held]).allSatisfy { try collector.spans(ofJob: $0).count == 1 } })
+
+            let heldEvents = Self.events(try #require(try collector.spans(ofJob: held).first))
+            let heldMs = try #require(heldEvents["courier.breaker_held"]?["courier.held_ms"] as? Int, "\(heldEvents)")
+            #expect(heldMs >= 30_000, "the time it was due while held: \(heldMs) ms")
+            #expect(heldEvents["courier.traffic_wait"] == nil, "its destination has no traffic policy")
+
+            let waits = try capped.map { id in
+                try Self.events(try #require(try collector.spans(ofJob: id).first))["courier.traffic_wait"]?["courier.waited_ms"] as? Int ?? 0
+            }
+            #expect((waits.max() ?? 0) >= 500, "the last of three capped at one, 300 ms each, waited for two: \(waits)")
+            for id in capped {
+                #expect(Self.events(try #require(try collector.spans(ofJob: id).first))["courier.breaker_held"] == nil)
+            }
+        }
+    }
+
     @Test func aDeadCollectorStopsNoJobAndDropsAreCounted() async throws {
         try await WorkerHarness.with { harness in
             let ids = try TestRows(harness.db).jobs(20, url: harness.server.baseURL + "/ok")
