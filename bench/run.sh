@@ -4,7 +4,7 @@
 # raw rows in bench/results/, replacing the previous run's: git keeps earlier runs, and
 # RESULTS.md names the commit of the one before (bench/report.py).
 #
-#   bench/run.sh                 # everything, ~20-25 min on the 2-core reference box
+#   bench/run.sh                 # the default set, ~30 min on the 2-core reference box
 #   QUICK=1 bench/run.sh         # small sizes, 1 rep: checks the harness in ~4 min (figures not comparable)
 #   ONLY="drain latency" bench/run.sh   # subset of: pgbench drain http latency memory enqueue enqconc traffic fair tenants
 #                                         #   and soak backlog outage longtx (issue 12; not in the default set:

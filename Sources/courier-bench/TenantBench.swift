@@ -33,6 +33,8 @@ struct TenantBench {
     let flood: Int
     let floodKind: DrainBench.Kind
     let trickleKeys: Int
+    /// Trickle jobs per second over all its keys, in turn (`trickleKeys`: one a second each).
+    let trickleRate: Int
     let trickleSeconds: Int
     let workers: Int
     let concurrency: Int
@@ -92,7 +94,7 @@ struct TenantBench {
             }
             let floodBefore = try floodServed(server, connection, ids: floodIDs)
             let windowStart = monotonicSeconds()
-            let jobs = trickleKeys * trickleSeconds
+            let jobs = trickleRate * trickleSeconds
             var committed: [Double] = []
             committed.reserveCapacity(jobs)
             let sql = "select courier.enqueue(url => $1::text, method => 'GET', queue => $2::text, fairness_key => $3::text)"
@@ -102,7 +104,7 @@ struct TenantBench {
                     "\(server.baseURL)/t/\(index)", queue, "trickle-\(index % trickleKeys)",
                 ]))
                 committed.append(monotonicSeconds())
-                next += 1 / Double(trickleKeys)
+                next += 1 / Double(trickleRate)
                 let wait = next - monotonicSeconds()
                 if wait > 0 { usleep(UInt32(wait * 1_000_000)) }
             }
@@ -129,11 +131,11 @@ struct TenantBench {
             let window = windowEnd - windowStart
             var row: [String: Any] = [
                 "scenario": scenario, "rep": rep, "workers": workers, "concurrency": concurrency,
-                "trickle_keys": trickleKeys, "n": jobs, "pickup_p50_ms": p50, "pickup_p99_ms": p99,
+                "trickle_keys": trickleKeys, "trickle_rate": trickleRate, "n": jobs, "pickup_p50_ms": p50, "pickup_p99_ms": p99,
                 "pickup_max_ms": Stats.rounded(pickup.max() ?? .nan, 2),
             ]
-            var line = String(format: "tenants %@ rep %d: %d keys x 1 job/s, pickup p50 %.1f ms, p99 %.1f ms, max %.1f ms",
-                              scenario, rep, trickleKeys, p50, p99, pickup.max() ?? .nan)
+            var line = String(format: "tenants %@ rep %d: %d keys, %d jobs/s in all, pickup p50 %.1f ms, p99 %.1f ms, max %.1f ms",
+                              scenario, rep, trickleKeys, trickleRate, p50, p99, pickup.max() ?? .nan)
             if flood > 0 {
                 let rate = Double(floodServed) / window
                 row["flood"] = flood

@@ -20,7 +20,7 @@ import Foundation
 //                          (claim cost with capped destinations' backlogs against no policies, same run)
 //   courier-bench fair     [common] --backlog 200000 --jobs 100 --interval-ms 100 --concurrency 64 --reps 3
 //                          (a trickle destination's pickup behind another's backlog; no policies)
-//   courier-bench tenants  [common] --flood 1000000 --flood-kind noop|http --trickle-keys 50 --trickle-seconds 30 --workers 2 --concurrency 256
+//   courier-bench tenants  [common] --flood 1000000 --flood-kind noop|http --trickle-keys 50 [--trickle-rate 50] --trickle-seconds 30 --workers 2 --concurrency 256
 //                          --weighted-backlog 200000 --weighted-minutes 2 --weighted-delay-ms 50 --weighted-concurrency 64
 //                          [--scenarios trickle,noisy,weighted] --reps 1
 //                          (fairness keys, issue 42: a trickle's pickup on an empty queue and behind one key's flood;
@@ -127,7 +127,7 @@ func runBench(_ arguments: [String]) throws {
                               concurrency: try options.int("concurrency", default: 64))
         for rep in 1...max(1, try options.int("reps", default: 3)) { try bench.run(rep: rep) }
     case "tenants":
-        let options = try BenchOptions(rest, known: common + ["flood", "flood-kind", "trickle-keys", "trickle-seconds", "workers", "concurrency",
+        let options = try BenchOptions(rest, known: common + ["flood", "flood-kind", "trickle-keys", "trickle-rate", "trickle-seconds", "workers", "concurrency",
                                                               "weighted-backlog", "weighted-minutes", "weighted-delay-ms",
                                                               "weighted-concurrency", "scenarios", "reps"])
         let scenarios = options.string("scenarios", default: TenantBench.scenarios.joined(separator: ",")).split(separator: ",").map(String.init)
@@ -139,13 +139,14 @@ func runBench(_ arguments: [String]) throws {
         }
         let bench = TenantBench(context: try BenchContext(options), flood: try options.int("flood", default: 1_000_000), floodKind: floodKind,
                                 trickleKeys: try options.int("trickle-keys", default: 50),
+                                trickleRate: try options.int("trickle-rate", default: try options.int("trickle-keys", default: 50)),
                                 trickleSeconds: try options.int("trickle-seconds", default: 30),
                                 workers: try options.int("workers", default: 2), concurrency: try options.int("concurrency", default: 256),
                                 weightedBacklog: try options.int("weighted-backlog", default: 200_000),
                                 weightedMinutes: try options.int("weighted-minutes", default: 2),
                                 weightedDelayMilliseconds: try options.int("weighted-delay-ms", default: 50),
                                 weightedConcurrency: try options.int("weighted-concurrency", default: 64), scenarios: scenarios)
-        guard bench.trickleKeys >= 1, bench.trickleSeconds >= 1, bench.weightedMinutes >= 1, bench.flood >= 1 else {
+        guard bench.trickleKeys >= 1, bench.trickleRate >= 1, bench.trickleSeconds >= 1, bench.weightedMinutes >= 1, bench.flood >= 1 else {
             throw BenchError("--flood, --trickle-keys, --trickle-seconds and --weighted-minutes must be 1 or more")
         }
         for rep in 1...max(1, try options.int("reps", default: 1)) { try bench.run(rep: rep) }

@@ -41,6 +41,32 @@ import Testing
         #expect(mode.cursor("a") == .start, "a queue that comes back starts a new round")
     }
 
+    /// A fair claim that took keyed jobs is evidence like a probe's: a trickle claimed as it
+    /// arrives keeps its queue keyed though no probe ever sees a job waiting.
+    @Test func keyedJobsClaimedKeepTheQueueKeyedWithoutAProbeSeeingThem() {
+        var mode = FairnessMode(linger: .seconds(10))
+        let position = ClaimPosition(priority: 0, runAtMicroseconds: 1, id: 1)
+        mode.probed(queues: ["q"], keyed: ["q"], now: t0)
+        mode.fairClaimed("q", cursor: .start, last: ["tenant-1": position], now: t0 + .seconds(8))
+        mode.probed(queues: ["q"], keyed: [], now: t0 + .seconds(12))
+        #expect(mode.isKeyed("q"), "keyed jobs were claimed 4 s ago")
+        mode.fairClaimed("q", cursor: .start, last: ["": position], now: t0 + .seconds(15))
+        mode.probed(queues: ["q"], keyed: [], now: t0 + .seconds(19))
+        #expect(!mode.isKeyed("q"), "only default-key jobs since: 11 s without a keyed one")
+    }
+
+    /// Bounds only for keys with a backlog: a key that gave a whole quantum or was cut short by
+    /// the call keeps one; a key that ran dry loses it, so the claim does not visit it for nothing.
+    @Test func aKeyThatRanDryKeepsNoBound() {
+        var mode = FairnessMode()
+        let p = ClaimPosition(priority: 0, runAtMicroseconds: 5, id: 9)
+        mode.fairClaimed("q", cursor: JobsTable.FairCursor(key: "cut", left: 4), last: ["flood": p, "trickle": p, "cut": p],
+                         claimed: ["flood": 16, "trickle": 1, "cut": 12], quantum: 16, now: t0)
+        #expect(Set(mode.bounds("q", now: t0).keys) == ["flood", "cut"])
+        mode.fairClaimed("q", cursor: .start, last: ["flood": p], claimed: ["flood": 3], quantum: 16, now: t0 + .seconds(1))
+        #expect(Set(mode.bounds("q", now: t0 + .seconds(1)).keys) == ["cut"], "the flood ran dry too: its bound goes")
+    }
+
     /// Where the last claim of each key stopped is kept for 5 s from when it was first set,
     /// then dropped, so every key is claimed from its start again at least that often.
     @Test func boundsAgeOutFromWhenTheyWereFirstSet() {

@@ -313,7 +313,9 @@ final class Claimer: WorkerService, @unchecked Sendable {
                                     visit: max(Self.fairMinimumVisits, 2 * limit), bounds: bounds,
                                     worker: self.configuration.worker, leaseMilliseconds: self.configuration.leaseMilliseconds)
         }) else { return nil }
-        lock.withLock { fairness.fairClaimed(queue, cursor: round.cursor, last: round.last, now: now) }
+        lock.withLock {
+            fairness.fairClaimed(queue, cursor: round.cursor, last: round.last, claimed: round.claimedPerKey, quantum: Self.fairQuantum, now: now)
+        }
         if !round.jobs.isEmpty {
             intake.accept(round.jobs, probeGeneration: nil, provenAt: now)
             metrics.recordClaim(batch: round.jobs.count)
