@@ -67,6 +67,20 @@ import Testing
         #expect(Set(mode.bounds("q", now: t0 + .seconds(1)).keys) == ["cut"], "the flood ran dry too: its bound goes")
     }
 
+    /// A queue whose claims serve several keys is claimed in smaller batches for a second, so a
+    /// job arriving during a claim waits less; one tenant alone gets full batches.
+    @Test func aSharedQueueIsClaimedInSmallerBatches() {
+        var mode = FairnessMode()
+        let p = ClaimPosition(priority: 0, runAtMicroseconds: 5, id: 9)
+        #expect(mode.fairClaimLimit("q", free: 128, now: t0) == 128)
+        mode.fairClaimed("q", cursor: .start, last: ["flood": p], claimed: ["flood": 128], quantum: 16, now: t0)
+        #expect(mode.fairClaimLimit("q", free: 128, now: t0) == 128, "one key alone")
+        mode.fairClaimed("q", cursor: .start, last: ["flood": p, "t1": p], claimed: ["flood": 60, "t1": 1], quantum: 16, now: t0)
+        #expect(mode.fairClaimLimit("q", free: 128, now: t0 + .milliseconds(500)) == FairnessMode.sharedClaimLimit)
+        #expect(mode.fairClaimLimit("q", free: 10, now: t0 + .milliseconds(500)) == 10)
+        #expect(mode.fairClaimLimit("q", free: 128, now: t0 + .seconds(2)) == 128, "a second after the last shared claim")
+    }
+
     /// Where the last claim of each key stopped is kept for 5 s from when it was first set,
     /// then dropped, so every key is claimed from its start again at least that often.
     @Test func boundsAgeOutFromWhenTheyWereFirstSet() {

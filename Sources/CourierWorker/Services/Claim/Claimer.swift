@@ -173,7 +173,8 @@ final class Claimer: WorkerService, @unchecked Sendable {
                 }
             }
             if plainWant - plainClaimed > 0 && lock.withLock({ fairness.isKeyed(queue) }) {
-                guard let taken = claimFair(queue: queue, limit: plainWant - plainClaimed, now: now) else { break }
+                let limit = lock.withLock { fairness.fairClaimLimit(queue, free: plainWant - plainClaimed, now: now) }
+                guard let taken = claimFair(queue: queue, limit: limit, now: now) else { break }
                 plainClaimed += taken
                 plainFull = plainClaimed == plainWant
             }

@@ -39,6 +39,16 @@ struct FairnessMode: Sendable {
     /// Per keyed queue and key, where the last claim of the key stopped, and when.
     private var bounds: [String: [String: (position: ClaimPosition, at: ContinuousClock.Instant)]] = [:]
     let boundsKept = 128
+    /// Per keyed queue, until when it counts as shared: a fair claim took jobs of two or more keys.
+    private var sharedUntil: [String: ContinuousClock.Instant] = [:]
+    /// How long a claim that served several keys keeps the queue shared.
+    let sharedFor: Duration = .seconds(1)
+    /// The most a fair claim of a shared queue asks for. A job that arrives while a claim runs
+    /// waits for the next one, and a claim of 128 jobs behind a flood takes several ms: at most
+    /// 64 put a trickling tenant's p99 behind a 1M-job flood at 16 ms instead of 25-42 ms, for
+    /// 20% of the flood's throughput (bench/notes.md, session 26). A queue one tenant has to
+    /// itself is claimed in full batches.
+    static let sharedClaimLimit = 64
     /// The plain claim's spacing of full claims from the start, so both claims bound a wait alike.
     let boundAge: Duration = ClaimBounds().maxSpacing
 
@@ -74,6 +84,7 @@ struct FairnessMode: Sendable {
             } else {
                 keyedQueues.remove(queue)
                 lastSeen[queue] = nil
+                sharedUntil[queue] = nil
                 cursors[queue] = nil
                 bounds[queue] = nil
             }
@@ -81,6 +92,13 @@ struct FairnessMode: Sendable {
     }
 
     func cursor(_ queue: String) -> JobsTable.FairCursor { cursors[queue] ?? .start }
+
+    /// The limit of a fair claim of `queue` that has `free` slots to fill: at most
+    /// ``sharedClaimLimit`` while the queue is shared between keys.
+    func fairClaimLimit(_ queue: String, free: Int, now: ContinuousClock.Instant) -> Int {
+        if let until = sharedUntil[queue], now < until { return min(free, Self.sharedClaimLimit) }
+        return free
+    }
 
     /// The bounds to claim `queue` from at `now`: those younger than ``boundAge``.
     func bounds(_ queue: String, now: ContinuousClock.Instant) -> [String: ClaimPosition] {
@@ -100,6 +118,7 @@ struct FairnessMode: Sendable {
                               claimed: [String: Int]? = nil, quantum: Int = 0, now: ContinuousClock.Instant) {
         cursors[queue] = cursor
         if last.keys.contains(where: { !$0.isEmpty }) { lastSeen[queue] = now }
+        if (claimed ?? [:]).filter({ $0.value > 0 }).count >= 2 { sharedUntil[queue] = now + sharedFor }
         var kept = (bounds[queue] ?? [:]).filter { now - $0.value.at < boundAge }
         for (key, position) in last {
             if let claimed, claimed[key, default: 0] < quantum, cursor.key != key {
