@@ -115,13 +115,13 @@ struct FairnessMode: Sendable {
     /// bound for: with bounds for 50 trickling tenants each call paid 50 takes, 4.7 ms against
     /// 0.85 ms (bench/notes.md, session 26).
     mutating func fairClaimed(_ queue: String, cursor: JobsTable.FairCursor, last: [String: ClaimPosition] = [:],
-                              claimed: [String: Int]? = nil, quantum: Int = 0, now: ContinuousClock.Instant) {
+                              claimed: [String: Int] = [:], quantum: Int = 0, now: ContinuousClock.Instant) {
         cursors[queue] = cursor
         if last.keys.contains(where: { !$0.isEmpty }) { lastSeen[queue] = now }
-        if (claimed ?? [:]).filter({ $0.value > 0 }).count >= 2 { sharedUntil[queue] = now + sharedFor }
+        if claimed.count >= 2 { sharedUntil[queue] = now + sharedFor }
         var kept = (bounds[queue] ?? [:]).filter { now - $0.value.at < boundAge }
         for (key, position) in last {
-            if let claimed, claimed[key, default: 0] < quantum, cursor.key != key {
+            if claimed[key, default: 0] < quantum, cursor.key != key {
                 kept[key] = nil
                 continue
             }
