@@ -70,26 +70,40 @@ struct BenchContext {
         try connection.simpleQuery("checkpoint")
     }
 
-    /// Inserts `count` jobs in one statement: `noop` jobs, or GETs of `url`; with `fairnessKeys`
-    /// above 0, no-op jobs spread over that many keys in turn (`k0`, `k1`, ...).
-    func insertJobs(_ connection: PostgresConnection, count: Int, queue: String, url: String?, fairnessKeys: Int = 0) throws {
-        if fairnessKeys > 0 {
-            precondition(url == nil, "keyed jobs are no-op jobs here")
-            try connection.execute(PostgresQuery(unsafeSQL: """
-                insert into courier.jobs (kind, destination, args, queue, fairness_key)
-                select 'noop', 'job:noop', '{}', $1::text, 'k' || (g % $3::int) from generate_series(1, $2::int) g
-                """, binds: [queue, count, fairnessKeys]))
-        } else if let url {
-            try connection.execute(PostgresQuery(unsafeSQL: """
-                insert into courier.jobs (kind, destination, method, url, queue)
-                select 'http', courier.destination_of($1::text), 'GET', $1::text, $2::text from generate_series(1, $3::int)
-                """, binds: [url, queue, count]))
-        } else {
-            try connection.execute(PostgresQuery(unsafeSQL: """
-                insert into courier.jobs (kind, destination, args, queue)
-                select 'noop', 'job:noop', '{}', $1::text from generate_series(1, $2::int)
-                """, binds: [queue, count]))
+    /// The fairness keys of inserted jobs.
+    enum Keys {
+        /// Every job under this key.
+        case one(String)
+        /// Spread over this many keys in turn (`k0`, `k1`, ...).
+        case spread(Int)
+    }
+
+    /// Inserts `count` jobs in one statement: `noop` jobs, or GETs of `url`; under `keys` when
+    /// given (the column is named only then: a baseline before migration 0045 has none).
+    func insertJobs(_ connection: PostgresConnection, count: Int, queue: String, url: String?, keys: Keys? = nil) throws {
+        var binds: [any PostgresEncodable] = [queue, count]
+        var columns = "kind, destination, args, queue", values = "'noop', 'job:noop', '{}', $1::text"
+        if let url {
+            binds.append(url)
+            columns = "kind, destination, method, url, queue"
+            values = "'http', courier.destination_of($3::text), 'GET', $3::text, $1::text"
         }
+        switch keys {
+        case .one(let name):
+            binds.append(name)
+            columns += ", fairness_key"
+            values += ", $\(binds.count)::text"
+        case .spread(let n):
+            binds.append(n)
+            columns += ", fairness_key"
+            values += ", 'k' || (g % $\(binds.count)::int)"
+        case nil:
+            break
+        }
+        try connection.execute(PostgresQuery(unsafeSQL: """
+            insert into courier.jobs (\(columns))
+            select \(values) from generate_series(1, $2::int) g
+            """, binds: binds))
     }
 
     func count(_ connection: PostgresConnection, _ sql: String) throws -> Int {

@@ -103,7 +103,7 @@ struct DrainBench {
         } ?? "job:noop"
         let gate = try Gate(connection)
         try gate.close(queue: queue, destination: destination, on: connection)
-        try context.insertJobs(connection, count: jobs, queue: queue, url: url, fairnessKeys: fairnessKeys)
+        try context.insertJobs(connection, count: jobs, queue: queue, url: url, keys: fairnessKeys > 0 ? .spread(fairnessKeys) : nil)
         try connection.simpleQuery("vacuum analyze courier.jobs")
 
         var extra = ["--shutdown-grace", "5s"]

@@ -68,7 +68,7 @@ struct TenantBench {
         if flood > 0 {
             try gate.close(queue: queue, destination: "", on: connection)
             let first = try context.lastJobID(connection) + 1
-            try insert(connection, count: flood, url: floodKind == .http ? server.baseURL + "/f" : nil, key: "flood")
+            try context.insertJobs(connection, count: flood, queue: queue, url: floodKind == .http ? server.baseURL + "/f" : nil, keys: .one("flood"))
             floodIDs = first...(try context.lastJobID(connection))
             try connection.simpleQuery("vacuum analyze courier.jobs")
         }
@@ -189,7 +189,7 @@ struct TenantBench {
             try connection.execute(PostgresQuery(unsafeSQL: "select courier.tenant_set(fairness_key => $1::text, weight => $2::int)",
                                                  binds: [key, weight]))
             server.setBehavior(.slow(delay: .milliseconds(weightedDelayMilliseconds), then: .json200), forPath: "/" + key)
-            try insert(connection, count: weightedBacklog, url: server.baseURL + "/" + key, key: key)
+            try context.insertJobs(connection, count: weightedBacklog, queue: queue, url: server.baseURL + "/" + key, keys: .one(key))
         }
         try connection.simpleQuery("vacuum analyze courier.jobs")
         let fleet = try WorkerFleet.start(count: workers, queue: queue, concurrency: weightedConcurrency,
@@ -255,18 +255,4 @@ struct TenantBench {
         try connection.simpleQuery("truncate courier.tenants")
     }
 
-    /// `count` GETs of `url` (no-op jobs without one) under fairness key `key`, in one statement.
-    private func insert(_ connection: PostgresConnection, count: Int, url: String?, key: String) throws {
-        guard let url else {
-            try connection.execute(PostgresQuery(unsafeSQL: """
-                insert into courier.jobs (kind, destination, args, queue, fairness_key)
-                select 'noop', 'job:noop', '{}', $1::text, $2::text from generate_series(1, $3::int)
-                """, binds: [queue, key, count]))
-            return
-        }
-        try connection.execute(PostgresQuery(unsafeSQL: """
-            insert into courier.jobs (kind, destination, method, url, queue, fairness_key)
-            select 'http', courier.destination_of($1::text), 'GET', $1::text, $2::text, $3::text from generate_series(1, $4::int)
-            """, binds: [url, queue, key, count]))
-    }
 }
