@@ -160,7 +160,7 @@ def drain_rows(groups, label, reference_name, reference, note=""):
 
 noop_medians = drain_rows(noop, "no-op drain", "PgQueuer", pgq_best_med)
 drain_rows(noop0, "no-op drain with `--retention 0` (no success archive)", "PgQueuer", pgq_best_med, " (not the default)")
-if noop_medians:
+if noop_medians and raw_limit_key:  # a run without the pgbench phase has no limit to compare with
     m = max(noop_medians)
     w(f"| no-op drain, best vs raw-SQL limit | {m:,.0f} jobs/s | Courier's claim+ack under pgbench, "
       f"{raw_limit_key[0] if raw_limit_key else '?'} clients: {raw_limit_med:,.0f} | {ratio(m, raw_limit_med):.0%} | ≥ 50% | "
