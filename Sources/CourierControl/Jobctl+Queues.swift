@@ -21,8 +21,11 @@ extension Jobctl {
         changes.backoffCapMilliseconds = try milliseconds(command, "backoff-cap", minimum: .milliseconds(1), maximum: .seconds(604_800))
         changes.retryAfterCapMilliseconds = try milliseconds(command, "retry-after-cap", minimum: .zero, maximum: .seconds(604_800))
         changes.backoffMultiplier = try command.double("backoff-multiplier", range: 1...100)
+        changes.priorityHeadStartMilliseconds = try milliseconds(command, "priority-head-start", minimum: .milliseconds(1),
+                                                                 maximum: .seconds(86_400))
+        let clearHeadStart = command.flag("no-priority-head-start")
         let stored = try withDatabase(command, io: io) { connection in
-            try connection.queueSettingsMerge(changes) { merged in
+            try connection.queueSettingsMerge(changes, clearHeadStart: clearHeadStart) { merged in
                 if let base = merged.backoffBaseMilliseconds, let cap = merged.backoffCapMilliseconds, base > cap {
                     // Rolled back: workers would ignore the row and keep their own flags.
                     let flag = changes.backoffBaseMilliseconds != nil ? "--backoff-base" : "--backoff-cap"
@@ -64,11 +67,12 @@ extension Jobctl {
     }
 
     private static func settingsTable(_ rows: [QueueSettingsTable.Settings]) -> String {
-        var table = TextTable(["QUEUE", "BACKOFF", "BASE", "CAP", "MULTIPLIER", "JITTER", "RETRY_AFTER_CAP", "PAUSED"])
+        var table = TextTable(["QUEUE", "BACKOFF", "BASE", "CAP", "MULTIPLIER", "JITTER", "RETRY_AFTER_CAP", "HEAD_START", "PAUSED"])
         for row in rows {
             table.add([row.queue, row.backoff ?? "-", row.backoffBaseMilliseconds.map(format) ?? "-",
                        row.backoffCapMilliseconds.map(format) ?? "-", row.backoffMultiplier.map { String($0) } ?? "-",
-                       row.jitter ?? "-", row.retryAfterCapMilliseconds.map(format) ?? "-", row.paused ? "yes" : "no"])
+                       row.jitter ?? "-", row.retryAfterCapMilliseconds.map(format) ?? "-",
+                       row.priorityHeadStartMilliseconds.map(format) ?? "-", row.paused ? "yes" : "no"])
         }
         return table.render()
     }
@@ -82,7 +86,8 @@ struct QueueSettingsView: Encodable {
     enum CodingKeys: String, CodingKey {
         case queue, backoff, jitter
         case backoffBaseMilliseconds = "backoff_base_ms", backoffCapMilliseconds = "backoff_cap_ms"
-        case backoffMultiplier = "backoff_multiplier", retryAfterCapMilliseconds = "retry_after_cap_ms", paused
+        case backoffMultiplier = "backoff_multiplier", retryAfterCapMilliseconds = "retry_after_cap_ms"
+        case priorityHeadStartMilliseconds = "priority_head_start_ms", paused
     }
 
     func encode(to encoder: any Encoder) throws {
@@ -94,6 +99,7 @@ struct QueueSettingsView: Encodable {
         try container.encode(settings.backoffMultiplier, forKey: .backoffMultiplier)
         try container.encode(settings.jitter, forKey: .jitter)
         try container.encode(settings.retryAfterCapMilliseconds, forKey: .retryAfterCapMilliseconds)
+        try container.encode(settings.priorityHeadStartMilliseconds, forKey: .priorityHeadStartMilliseconds)
         try container.encode(settings.paused, forKey: .paused)
     }
 }

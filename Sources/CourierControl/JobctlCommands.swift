@@ -369,12 +369,13 @@ public enum JobctlCommands {
 
     static let queues = CommandSpec(
         name: "queues",
-        abstract: "Show the retry settings set per queue for the whole fleet.",
+        abstract: "Show the retry settings and priority head start set per queue for the whole fleet.",
         discussion: """
             Each row overrides the workers' own flags (--backoff, --backoff-base, \
             --backoff-cap, --jitter, --retry-after-cap) for the jobs of one queue; \
             '-' means the worker's flag applies. Workers read the settings every 10 \
-            seconds.
+            seconds. HEAD_START is the queue's priority head start ('-': priority is \
+            strict), which every claim reads.
             """,
         arguments: [json]
     )
@@ -383,15 +384,20 @@ public enum JobctlCommands {
 
     static let queue = CommandSpec(
         name: "queue",
-        abstract: "Set or clear a queue's retry settings, or pause and resume it, for the whole fleet.",
+        abstract: "Set or clear a queue's retry settings and priority head start, or pause and resume it, for the whole fleet.",
         subcommands: [
             CommandSpec(
                 name: "set",
-                abstract: "Set some of a queue's retry settings; the ones not given stay as they are.",
+                abstract: "Set some of a queue's retry settings or its priority head start; the ones not given stay as they are.",
                 discussion: """
                     A worker that finds a queue's settings inconsistent (a base longer \
                     than the cap, with the cap from its own --backoff-cap when the queue \
-                    sets none) keeps its own flags for that queue.
+                    sets none) keeps its own flags for that queue. With \
+                    --priority-head-start D the queue's due jobs (within each fairness key) \
+                    are claimed in the order of run_at + priority x D, so no stream of \
+                    better-priority jobs starves a worse one: a job of priority p is passed \
+                    only by jobs of priority q due less than (p - q + 1) x D after it. It \
+                    holds from the next claim (docs/fairness.md).
                     """,
                 arguments: [
                     queueName,
@@ -405,10 +411,14 @@ public enum JobctlCommands {
                             allowedValues: BackoffPolicy.Jitter.allCases.map(\.rawValue)),
                     .option("retry-after-cap", value: "DURATION",
                             help: "The longest wait a destination's Retry-After can impose (at most 7 days)."),
+                    .option("priority-head-start", value: "DURATION",
+                            help: "The head start each point of priority buys (1ms to 24h): a job waits behind better-priority jobs only until the gap's head start has passed. Unset, priority is strict."),
+                    .flag("no-priority-head-start", help: "Make the queue's priority strict again."),
                     json,
                 ],
                 constraints: [.atLeastOne(of: ["backoff", "backoff-base", "backoff-cap", "backoff-multiplier", "jitter",
-                                               "retry-after-cap"])]),
+                                               "retry-after-cap", "priority-head-start", "no-priority-head-start"]),
+                              .conflicts("priority-head-start", with: ["no-priority-head-start"])]),
             CommandSpec(
                 name: "reset",
                 abstract: "Clear a queue's settings: its jobs follow each worker's flags again; exit 3 when it had none.",

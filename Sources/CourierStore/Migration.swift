@@ -65,6 +65,8 @@ extension Migration {
         Migration(version: 45, name: "0045_fairness_keys.sql", bytes: PackageResources._045_fairness_keys_sql),
         Migration(version: 46, name: "0046_breaker_holds_are_remembered.sql",
                   bytes: PackageResources._046_breaker_holds_are_remembered_sql),
+        Migration(version: 47, name: "0047_bounded_waiting_in_a_key_and_a_gate.sql",
+                  bytes: PackageResources._047_bounded_waiting_in_a_key_and_a_gate_sql),
     ]
 
     init(version: Int, name: String, bytes: [UInt8]) {

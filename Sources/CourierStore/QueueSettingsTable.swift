@@ -13,6 +13,9 @@ public enum QueueSettingsTable {
         public var backoffMultiplier: Double?
         public var jitter: String?
         public var retryAfterCapMilliseconds: Int64?
+        /// The head start each point of priority gives within the queue (milliseconds); nil
+        /// keeps priority strict. Read by the claim in SQL, not by workers' retry policies.
+        public var priorityHeadStartMilliseconds: Int64?
         /// Whether the queue is paused (`jobctl queue pause`); set only through ``setPaused(queue:_:on:)``.
         public var paused = false
         public init(queue: String, backoff: String? = nil, backoffBaseMilliseconds: Int64? = nil,
@@ -31,7 +34,8 @@ public enum QueueSettingsTable {
     /// Every queue's row, by queue name.
     public static func all(on connection: PostgresConnection) throws -> [Settings] {
         try connection.query("""
-            select queue, backoff, backoff_base_ms, backoff_cap_ms, backoff_multiplier, jitter, retry_after_cap_ms, paused
+            select queue, backoff, backoff_base_ms, backoff_cap_ms, backoff_multiplier, jitter, retry_after_cap_ms, paused,
+                   priority_head_start_ms
             from courier.queue_settings order by queue
             """).rows.map(settings)
     }
@@ -51,13 +55,15 @@ public enum QueueSettingsTable {
     }
 
     /// Sets the fields of `changes` that are not nil and keeps the queue's other stored
-    /// fields (a queue without a row gets one). Returns the queue's row afterwards.
-    public static func merge(_ changes: Settings, on connection: PostgresConnection) throws -> Settings {
+    /// fields (a queue without a row gets one); `clearHeadStart` removes the priority head
+    /// start. Returns the queue's row afterwards.
+    public static func merge(_ changes: Settings, clearHeadStart: Bool = false, on connection: PostgresConnection) throws -> Settings {
         let rows = try connection.query("""
             insert into courier.queue_settings (queue, backoff, backoff_base_ms, backoff_cap_ms, backoff_multiplier, jitter,
-                                                retry_after_cap_ms)
+                                                retry_after_cap_ms, priority_head_start_ms)
             values (\(changes.queue), \(changes.backoff), \(changes.backoffBaseMilliseconds), \(changes.backoffCapMilliseconds),
-                    \(changes.backoffMultiplier), \(changes.jitter), \(changes.retryAfterCapMilliseconds))
+                    \(changes.backoffMultiplier), \(changes.jitter), \(changes.retryAfterCapMilliseconds),
+                    \(changes.priorityHeadStartMilliseconds))
             on conflict (queue) do update
             set backoff = coalesce(excluded.backoff, queue_settings.backoff),
                 backoff_base_ms = coalesce(excluded.backoff_base_ms, queue_settings.backoff_base_ms),
@@ -65,8 +71,11 @@ public enum QueueSettingsTable {
                 backoff_multiplier = coalesce(excluded.backoff_multiplier, queue_settings.backoff_multiplier),
                 jitter = coalesce(excluded.jitter, queue_settings.jitter),
                 retry_after_cap_ms = coalesce(excluded.retry_after_cap_ms, queue_settings.retry_after_cap_ms),
+                priority_head_start_ms = case when \(clearHeadStart) then null
+                                              else coalesce(excluded.priority_head_start_ms, queue_settings.priority_head_start_ms) end,
                 updated_at = now()
-            returning queue, backoff, backoff_base_ms, backoff_cap_ms, backoff_multiplier, jitter, retry_after_cap_ms, paused
+            returning queue, backoff, backoff_base_ms, backoff_cap_ms, backoff_multiplier, jitter, retry_after_cap_ms, paused,
+                      priority_head_start_ms
             """).rows
         guard let row = rows.first else { throw PostgresError(kind: .protocolViolation, message: "queue_settings upsert returned no row") }
         return try settings(row)
@@ -87,7 +96,7 @@ public enum QueueSettingsTable {
                  backoffCapMilliseconds: try row.decode(3, as: Int64?.self),
                  backoffMultiplier: try row.decode(4, as: Double?.self), jitter: try row.decode(5, as: String?.self),
                  retryAfterCapMilliseconds: try row.decode(6, as: Int64?.self))
-            .withPaused(try row.decode(7, as: Bool.self))
+            .withPaused(try row.decode(7, as: Bool.self), headStart: try row.decode(8, as: Int64?.self))
     }
 }
 
@@ -108,9 +117,10 @@ extension QueueSettingsTable {
 }
 
 extension QueueSettingsTable.Settings {
-    func withPaused(_ paused: Bool) -> Self {
+    func withPaused(_ paused: Bool, headStart: Int64?) -> Self {
         var copy = self
         copy.paused = paused
+        copy.priorityHeadStartMilliseconds = headStart
         return copy
     }
 }

@@ -60,6 +60,9 @@ import Testing
         (["queue", "set", "q", "--backoff-cap", "8d"], "--backoff-cap"),
         (["queue", "set", "q", "--backoff-multiplier", "0.5"], "--backoff-multiplier"),
         (["queue", "set", "q", "--retry-after-cap", "soon"], "--retry-after-cap"),
+        (["queue", "set", "q", "--priority-head-start", "0s"], "--priority-head-start"),
+        (["queue", "set", "q", "--priority-head-start", "25h"], "--priority-head-start"),
+        (["queue", "set", "q", "--priority-head-start", "1s", "--no-priority-head-start"], "--no-priority-head-start"),
     ])
     func badInputNamesTheFlagAndChangesNothing(arguments: [String], named: String) throws {
         try ControlFixture.with { fixture throws in
@@ -70,6 +73,24 @@ import Testing
             #expect(result.err.lowercased().contains(named.lowercased()), "\(arguments): \(result.err)")
             let rows = try QueueSettingsTable.all(on: db)
             #expect(rows == [QueueSettingsTable.Settings(queue: "q", backoffCapMilliseconds: 60_000)], "\(rows)")
+        }
+    }
+
+    /// `--priority-head-start` is stored for the claim, shown by `jobctl queues`, kept by a set
+    /// that does not name it, and cleared by `--no-priority-head-start`.
+    @Test func thePriorityHeadStartIsSetShownKeptAndCleared() throws {
+        try ControlFixture.with { fixture throws in
+            let db = fixture.db
+            let set = fixture.run(["queue", "set", "webhooks", "--priority-head-start", "250ms"])
+            #expect(set.status == 0, "\(set)")
+            #expect(set.out.contains("HEAD_START") && set.out.contains("250ms"), "\(set.out)")
+            #expect(try QueueSettingsTable.all(on: db).first?.priorityHeadStartMilliseconds == 250)
+            #expect(fixture.run(["queue", "set", "webhooks", "--jitter", "none"]).status == 0)
+            #expect(try queuesJSON(fixture).first?["priority_head_start_ms"] as? Int == 250, "another set keeps it")
+            let cleared = fixture.run(["queue", "set", "webhooks", "--no-priority-head-start", "--json"])
+            #expect(cleared.status == 0, "\(cleared)")
+            #expect(try cleared.object()["priority_head_start_ms"] is NSNull)
+            #expect(try QueueSettingsTable.all(on: db).first?.jitter == "none", "clearing it keeps the rest")
         }
     }
 

@@ -348,6 +348,8 @@ declare
     -- Whether any destination is gated (one probe of destinations_gated_idx): when none is,
     -- the per-row check below is skipped.
     v_any_gated boolean;
+    -- The queue's head start per point of priority (0047); null: priority is strict.
+    v_step     bigint;
 begin
     if p_limit <= 0 then
         return;
@@ -361,8 +363,9 @@ begin
                        and c.priority < h.last
                      order by c.queue, c.priority
                      limit 1),
-                    h.last)
-    into v_last, v_priority
+                    h.last),
+           (select q.priority_head_start_ms from courier.queue_settings q where q.queue = p_queue)
+    into v_last, v_priority, v_step
     from (select (select c.priority from courier.jobs c
                   where c.queue = p_queue and c.state = 'available' and c.held_since is null and not c.gated and c.fairness_key is null
                   order by c.queue desc, c.priority desc
@@ -370,6 +373,11 @@ begin
           offset 0) h
     where h.last is not null
       and not exists (select 1 from courier.queue_settings q where q.queue = p_queue and q.paused);
+    if v_last is not null and v_step is not null then
+        return query select * from courier.claim_head_start(p_queue, '', p_worker, p_lease_ms, p_limit, v_step,
+                                                            exists (select 1 from courier.destinations d where d.gated));
+        return;
+    end if;
     if v_last is null or v_priority > v_last then
         return;
     end if;
@@ -453,6 +461,8 @@ declare
     v_bound     record;
     v_known     text;
     v_tenants   boolean;
+    -- The queue's head start per point of priority (0047); null: priority is strict in a key.
+    v_step      bigint;
 begin
     if p_limit <= 0 or p_quantum <= 0
        or exists (select 1 from courier.queue_settings q where q.queue = p_queue and q.paused) then
@@ -460,6 +470,7 @@ begin
         return;
     end if;
     v_any_gated := exists (select 1 from courier.destinations d where d.gated);
+    v_step := (select q.priority_head_start_ms from courier.queue_settings q where q.queue = p_queue);
     -- Without any row in courier.tenants every key has weight 1 and no cap: no look-up per visit.
     v_tenants := exists (select 1 from courier.tenants);
     -- One key alone waiting (no key below the last of jobs_fair_idx, read from its tail, and no
@@ -543,9 +554,14 @@ begin
             select b.p, timestamptz 'epoch' + b.r * interval '1 microsecond' as r, b.i into v_bound
             from unnest(p_bound_keys, p_bound_priorities, p_bound_run_at_us, p_bound_ids) b(k, p, r, i)
             where b.k = v_key;
-            return query select t, null::text, null::int
-                         from courier.claim_fair_take(p_queue, v_key, p_worker, p_lease_ms, v_take, v_any_gated,
-                                                      v_bound.p, v_bound.r, v_bound.i) t;
+            if v_step is null then
+                return query select t, null::text, null::int
+                             from courier.claim_fair_take(p_queue, v_key, p_worker, p_lease_ms, v_take, v_any_gated,
+                                                          v_bound.p, v_bound.r, v_bound.i) t;
+            else
+                return query select t, null::text, null::int
+                             from courier.claim_head_start(p_queue, v_key, p_worker, p_lease_ms, v_take, v_step, v_any_gated) t;
+            end if;
             get diagnostics v_got = row_count;
             v_left := v_left - v_got;
             v_took := v_took or v_got > 0;
@@ -923,10 +939,94 @@ GRANT ALL ON FUNCTION courier.claim_gated(p_queue text, p_limit integer, p_worke
 --
 
 CREATE FUNCTION courier.claim_gated_take(p_destination text, p_queue text, p_worker uuid, p_lease_ms integer, p_limit integer, p_retries boolean) RETURNS SETOF courier.jobs
-    LANGUAGE sql
+    LANGUAGE plpgsql ROWS 10
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET plan_cache_mode TO 'force_generic_plan'
+    SET enable_seqscan TO 'off'
+    SET enable_bitmapscan TO 'off'
+    SET enable_sort TO 'off'
+    SET jit TO 'off'
     AS $$
-    select * from courier.claim_take(p_destination, p_queue, true, p_worker, p_lease_ms, p_limit, p_retries)
+declare
+    v_left     int := p_limit;
+    -- Keys at their cap (or whose row another claim holds): passed over from then on.
+    v_full     text[] := '{}';
+    v_ids      bigint[];
+    v_keep     bigint[];
+    v_cut      boolean;
+    v_room     int;
+    v_got      int;
+    v_priority int;
+    k          record;
+begin
+    if p_limit <= 0 then
+        return;
+    end if;
+    if not exists (select 1 from courier.tenants t where t.max_in_flight is not null) then
+        return query select * from courier.claim_take(p_destination, p_queue, true, p_worker, p_lease_ms, p_limit, p_retries);
+        return;
+    end if;
+    loop
+        -- The destination's next due jobs in claim_take's order, none of a full key.
+        v_ids := '{}';
+        v_priority := null;
+        loop
+            select c.priority into v_priority from courier.jobs c
+            where c.destination = p_destination and c.held_since is null and c.gated and c.queue = p_queue
+              and c.state = 'available' and c.priority > coalesce(v_priority, -32769)
+            order by c.destination, c.held_since, c.gated, c.queue, c.priority
+            limit 1;
+            exit when not found;
+            v_ids := v_ids || array(
+                select c.id from courier.jobs c
+                where c.destination = p_destination and c.held_since is null and c.gated
+                  and c.queue = p_queue and c.state = 'available'
+                  and c.priority = v_priority and c.run_at <= now()
+                  and (p_retries is null or (c.attempt > 0) = p_retries)
+                  and (c.fairness_key is null or c.fairness_key <> all(v_full))
+                order by c.destination, c.held_since, c.gated, c.queue, c.priority, c.run_at, c.id
+                limit v_left - cardinality(v_ids)
+                for update skip locked);
+            exit when cardinality(v_ids) >= v_left;
+        end loop;
+        exit when cardinality(v_ids) = 0;
+        -- Each capped key among them keeps what its room allows, its first jobs first.
+        v_keep := v_ids;
+        v_cut := false;
+        for k in
+            select j.fairness_key as key, t.max_in_flight as cap,
+                   array_agg(j.id order by j.priority, j.run_at, j.id) as ids
+            from courier.jobs j join courier.tenants t on t.fairness_key = j.fairness_key
+            where j.id = any(v_ids) and t.max_in_flight is not null
+            group by j.fairness_key, t.max_in_flight
+        loop
+            perform 1 from courier.tenants t where t.fairness_key = k.key for update skip locked;
+            if found then
+                select greatest(0, k.cap - count(*))::int into v_room from courier.jobs c
+                where c.fairness_key = k.key and c.state = 'running';
+            else
+                v_room := 0;
+            end if;
+            if v_room < cardinality(k.ids) then
+                v_keep := array(select i from unnest(v_keep) i where i <> all(k.ids[v_room + 1:]));
+                v_full := v_full || k.key;
+                v_cut := true;
+            end if;
+        end loop;
+        if cardinality(v_keep) > 0 then
+            return query
+            update courier.jobs j
+            set state = 'running', attempt = j.attempt + 1, lease_seq = j.lease_seq + 1, leased_by = p_worker,
+                lease_expires_at = now() + p_lease_ms * interval '1 millisecond', attempted_at = now()
+            where j.id = any(v_keep)
+            returning j.*;
+            get diagnostics v_got = row_count;
+            v_left := v_left - v_got;
+        end if;
+        -- No key cut: what was found is all that is due (or the limit is reached).
+        exit when not v_cut or v_left <= 0;
+    end loop;
+end
 $$;
 
 
@@ -937,6 +1037,153 @@ $$;
 REVOKE ALL ON FUNCTION courier.claim_gated_take(p_destination text, p_queue text, p_worker uuid, p_lease_ms integer, p_limit integer, p_retries boolean) FROM PUBLIC;
 GRANT ALL ON FUNCTION courier.claim_gated_take(p_destination text, p_queue text, p_worker uuid, p_lease_ms integer, p_limit integer, p_retries boolean) TO courier_worker;
 GRANT ALL ON FUNCTION courier.claim_gated_take(p_destination text, p_queue text, p_worker uuid, p_lease_ms integer, p_limit integer, p_retries boolean) TO courier_admin;
+
+
+--
+-- Name: claim_head_start(text, text, uuid, integer, integer, bigint, boolean); Type: FUNCTION
+--
+
+CREATE FUNCTION courier.claim_head_start(p_queue text, p_key text, p_worker uuid, p_lease_ms integer, p_limit integer, p_step_ms bigint, p_any_gated boolean) RETURNS SETOF courier.jobs
+    LANGUAGE plpgsql ROWS 10
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET plan_cache_mode TO 'force_generic_plan'
+    SET enable_seqscan TO 'off'
+    SET enable_bitmapscan TO 'off'
+    SET enable_sort TO 'off'
+    SET jit TO 'off'
+    AS $$
+declare
+    v_left   int := p_limit;
+    v_step   interval := p_step_ms * interval '1 millisecond';
+    v_levels int[] := '{}';
+    -- Each priority's first due job not yet taken or passed over; null once none is left.
+    v_heads  timestamptz[] := '{}';
+    v_level  int;
+    v_head   timestamptz;
+    v_best   int;
+    v_best_e timestamptz;
+    v_next_e timestamptz;
+    v_e      timestamptz;
+    v_bound  timestamptz;
+    v_ids    bigint[];
+    v_got    int;
+    v_turns  int := 0;
+begin
+    if p_limit <= 0 then
+        return;
+    end if;
+    -- The waiting priorities, smallest first, one descent each, and each one's first due job.
+    loop
+        if p_key = '' then
+            select c.priority into v_level from courier.jobs c
+            where c.queue = p_queue and c.state = 'available' and c.held_since is null and not c.gated and c.fairness_key is null
+              and c.priority > coalesce(v_level, -32769)
+            order by c.queue, c.priority limit 1;
+            exit when not found;
+            select c.run_at into v_head from courier.jobs c
+            where c.queue = p_queue and c.state = 'available' and c.held_since is null and not c.gated and c.fairness_key is null
+              and c.priority = v_level and c.run_at <= now()
+            order by c.queue, c.priority, c.run_at, c.id limit 1;
+        else
+            select c.priority into v_level from courier.jobs c
+            where c.queue = p_queue and c.fairness_key = p_key and c.state = 'available' and c.held_since is null and not c.gated
+              and c.priority > coalesce(v_level, -32769)
+            order by c.queue, c.fairness_key, c.priority limit 1;
+            exit when not found;
+            select c.run_at into v_head from courier.jobs c
+            where c.queue = p_queue and c.fairness_key = p_key and c.state = 'available' and c.held_since is null and not c.gated
+              and c.priority = v_level and c.run_at <= now()
+            order by c.queue, c.fairness_key, c.priority, c.run_at, c.id limit 1;
+        end if;
+        if found then
+            v_levels := v_levels || v_level;
+            v_heads := v_heads || v_head;
+        end if;
+        exit when cardinality(v_levels) >= 64;
+    end loop;
+    -- Each turn ends with a job taken, a priority's head moved past its bound, or the limit.
+    while v_left > 0 and v_turns < 1000 loop
+        v_turns := v_turns + 1;
+        v_best := null;
+        v_best_e := null;
+        v_next_e := null;
+        for i in 1 .. cardinality(v_levels) loop
+            continue when v_heads[i] is null;
+            v_e := v_heads[i] + (v_levels[i] - v_levels[1]) * v_step;
+            if v_best is null or v_e < v_best_e then
+                v_next_e := v_best_e;
+                v_best := i;
+                v_best_e := v_e;
+            elsif v_next_e is null or v_e < v_next_e then
+                v_next_e := v_e;
+            end if;
+        end loop;
+        exit when v_best is null;
+        v_level := v_levels[v_best];
+        v_bound := case when v_next_e is null then timestamptz 'infinity'
+                        else v_next_e - (v_level - v_levels[1]) * v_step + v_step end;
+        if p_key = '' then
+            v_ids := array(
+                select c.id from courier.jobs c
+                where c.queue = p_queue and c.state = 'available' and c.held_since is null and not c.gated and c.fairness_key is null
+                  and c.priority = v_level and c.run_at >= v_heads[v_best] and c.run_at <= least(now(), v_bound)
+                  and (select courier.holds_back(b) from courier.breakers b where b.destination = c.destination) is not true
+                  and (not p_any_gated
+                       or (select d.gated from courier.destinations d where d.destination = c.destination) is not true)
+                order by c.queue, c.priority, c.run_at, c.id
+                limit v_left
+                for update skip locked);
+        else
+            v_ids := array(
+                select c.id from courier.jobs c
+                where c.queue = p_queue and c.fairness_key = p_key and c.state = 'available' and c.held_since is null and not c.gated
+                  and c.priority = v_level and c.run_at >= v_heads[v_best] and c.run_at <= least(now(), v_bound)
+                  and (select courier.holds_back(b) from courier.breakers b where b.destination = c.destination) is not true
+                  and (not p_any_gated
+                       or (select d.gated from courier.destinations d where d.destination = c.destination) is not true)
+                order by c.queue, c.fairness_key, c.priority, c.run_at, c.id
+                limit v_left
+                for update skip locked);
+        end if;
+        if cardinality(v_ids) > 0 then
+            return query
+            update courier.jobs j
+            set state = 'running', attempt = j.attempt + 1, lease_seq = j.lease_seq + 1, leased_by = p_worker,
+                lease_expires_at = now() + p_lease_ms * interval '1 millisecond', attempted_at = now()
+            where j.id = any(v_ids)
+            returning j.*;
+            get diagnostics v_got = row_count;
+            v_left := v_left - v_got;
+            exit when v_left <= 0;
+        end if;
+        -- Every due job of this priority up to the bound is taken or passed over.
+        if v_bound >= now() then
+            v_heads[v_best] := null;
+        elsif p_key = '' then
+            select c.run_at into v_head from courier.jobs c
+            where c.queue = p_queue and c.state = 'available' and c.held_since is null and not c.gated and c.fairness_key is null
+              and c.priority = v_level and c.run_at > v_bound and c.run_at <= now()
+            order by c.queue, c.priority, c.run_at, c.id limit 1;
+            v_heads[v_best] := case when found then v_head end;
+        else
+            select c.run_at into v_head from courier.jobs c
+            where c.queue = p_queue and c.fairness_key = p_key and c.state = 'available' and c.held_since is null and not c.gated
+              and c.priority = v_level and c.run_at > v_bound and c.run_at <= now()
+            order by c.queue, c.fairness_key, c.priority, c.run_at, c.id limit 1;
+            v_heads[v_best] := case when found then v_head end;
+        end if;
+    end loop;
+end
+$$;
+
+
+--
+-- Name: FUNCTION claim_head_start(p_queue text, p_key text, p_worker uuid, p_lease_ms integer, p_limit integer, p_step_ms bigint, p_any_gated boolean); Type: ACL
+--
+
+REVOKE ALL ON FUNCTION courier.claim_head_start(p_queue text, p_key text, p_worker uuid, p_lease_ms integer, p_limit integer, p_step_ms bigint, p_any_gated boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION courier.claim_head_start(p_queue text, p_key text, p_worker uuid, p_lease_ms integer, p_limit integer, p_step_ms bigint, p_any_gated boolean) TO courier_worker;
+GRANT ALL ON FUNCTION courier.claim_head_start(p_queue text, p_key text, p_worker uuid, p_lease_ms integer, p_limit integer, p_step_ms bigint, p_any_gated boolean) TO courier_admin;
 
 
 --

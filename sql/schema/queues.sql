@@ -18,11 +18,13 @@ CREATE TABLE courier.queue_settings (
     retry_after_cap_ms bigint,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
     paused boolean DEFAULT false NOT NULL,
+    priority_head_start_ms bigint,
     CONSTRAINT queue_settings_backoff_base_ms_check CHECK (((backoff_base_ms IS NULL) OR ((backoff_base_ms >= 1) AND (backoff_base_ms <= 86400000)))),
     CONSTRAINT queue_settings_backoff_cap_ms_check CHECK (((backoff_cap_ms IS NULL) OR ((backoff_cap_ms >= 1) AND (backoff_cap_ms <= 604800000)))),
     CONSTRAINT queue_settings_backoff_check CHECK (((backoff IS NULL) OR (backoff = ANY (ARRAY['exponential'::text, 'linear'::text, 'constant'::text])))),
     CONSTRAINT queue_settings_backoff_multiplier_check CHECK (((backoff_multiplier IS NULL) OR ((backoff_multiplier >= (1)::double precision) AND (backoff_multiplier <= (100)::double precision)))),
     CONSTRAINT queue_settings_jitter_check CHECK (((jitter IS NULL) OR (jitter = ANY (ARRAY['full'::text, 'equal'::text, 'decorrelated'::text, 'none'::text])))),
+    CONSTRAINT queue_settings_priority_head_start_ms_check CHECK (((priority_head_start_ms IS NULL) OR ((priority_head_start_ms >= 1) AND (priority_head_start_ms <= 86400000)))),
     CONSTRAINT queue_settings_queue_check CHECK ((queue ~ '^[A-Za-z0-9_.:-]{1,64}$'::text)),
     CONSTRAINT queue_settings_retry_after_cap_ms_check CHECK (((retry_after_cap_ms IS NULL) OR ((retry_after_cap_ms >= 0) AND (retry_after_cap_ms <= 604800000))))
 );

@@ -29,6 +29,13 @@ ALTER TABLE ONLY courier.tenants
 
 
 --
+-- Name: tenants_capped_idx; Type: INDEX
+--
+
+CREATE INDEX tenants_capped_idx ON courier.tenants USING btree (fairness_key) WHERE (max_in_flight IS NOT NULL);
+
+
+--
 -- Name: TABLE tenants; Type: COMMENT
 --
 

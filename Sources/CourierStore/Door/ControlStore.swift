@@ -181,10 +181,10 @@ public final class ControlStore {
     public func queueSettingsAll() throws -> [QueueSettingsTable.Settings] { try QueueSettingsTable.all(on: connection) }
 
     /// Merges `changes` into the queue's settings; when `check` throws, nothing is changed.
-    public func queueSettingsMerge(_ changes: QueueSettingsTable.Settings,
+    public func queueSettingsMerge(_ changes: QueueSettingsTable.Settings, clearHeadStart: Bool = false,
                                    check: (QueueSettingsTable.Settings) throws -> Void = { _ in }) throws -> QueueSettingsTable.Settings {
         try connection.withTransaction { tx in
-            let merged = try QueueSettingsTable.merge(changes, on: tx)
+            let merged = try QueueSettingsTable.merge(changes, clearHeadStart: clearHeadStart, on: tx)
             try check(merged)
             return merged
         }
