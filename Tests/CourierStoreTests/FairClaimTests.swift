@@ -204,8 +204,10 @@ import Testing
                         var cursor = JobsTable.FairCursor.start
                         var held: [ClaimedJob] = []
                         for round in 0..<40 {
-                            held += try JobsTable.claimFair(queue: "default", limit: 4, cursor: cursor, quantum: 4, visit: 64,
-                                                            worker: worker, leaseMilliseconds: 30_000, on: conn).jobs
+                            let got = try JobsTable.claimFair(queue: "default", limit: 4, cursor: cursor, quantum: 4, visit: 64,
+                                                              worker: worker, leaseMilliseconds: 30_000, on: conn)
+                            cursor = got.cursor
+                            held += got.jobs
                             let running = try conn.query("""
                                 select count(*)::bigint from courier.jobs where state = 'running' and fairness_key = 'capped'
                                 """).rows[0].decode(0, as: Int.self)
