@@ -7,16 +7,16 @@
 --     waiting priority) x head start, so a priority-10 job waits behind priority-0 jobs only
 --     until ten head starts have passed, however many of them keep arriving
 --     (courier.claim_head_start, a merge over the waiting priorities, one head each).
---   * A tenant's cap holds inside a gated destination too: courier.claim_gated_take skips the
---     jobs of a key at its cap (its row in courier.tenants locked, as the fair claim does), so a
---     job starts only when both its destination and its key allow it.
+--   * A tenant's cap holds inside a gated destination too: a gated take (courier.claim_take)
+--     skips the jobs of a key at its cap (its row in courier.tenants locked, as the fair claim
+--     does), so a job starts only when both its destination and its key allow it.
 -- Adding the column writes no row (nullable, no default).
 
 alter table courier.queue_settings add column priority_head_start_ms bigint
     constraint queue_settings_priority_head_start_ms_check
     check (priority_head_start_ms is null or (priority_head_start_ms >= 1 and priority_head_start_ms <= 86400000));
 
--- The capped keys, for the gated claim's one probe of whether any key has a cap.
+-- The capped keys, for a gated take's one probe of whether any key has a cap.
 create index tenants_capped_idx on courier.tenants (fairness_key) where max_in_flight is not null;
 
 -- Takes up to p_limit due jobs of p_queue in head-start order: jobs without a key when p_key is
@@ -403,12 +403,15 @@ begin
 end
 $$;
 
--- A gated destination's take (courier.claim_gated, within what the destination's limits allow):
--- in the destination's order, but a key at its cap gives no more jobs. Each capped key among the
--- jobs found has its courier.tenants row locked (SKIP LOCKED: a key whose row another claim holds
--- waits for the next claim) while its running jobs are counted, as the fair claim does, so racing
--- claimers of any kind never pass the cap. Without any capped key: the destination's order alone.
-CREATE OR REPLACE FUNCTION courier.claim_gated_take(p_destination text, p_queue text, p_worker uuid, p_lease_ms integer, p_limit integer, p_retries boolean) RETURNS SETOF courier.jobs
+-- A take of one destination's jobs (courier.claim_gated's, within what the destination's limits
+-- allow, and the spread claim's): as in 0045, and in a gated take a key at its cap gives no more
+-- jobs. Each capped key among the jobs found has its courier.tenants row locked (SKIP LOCKED: a
+-- key whose row another claim holds waits for the next claim) while its running jobs are
+-- counted, as the fair claim does, so racing claimers of any kind never pass the cap; a priority
+-- from which a key was cut is taken again without that key. Without any capped key (one probe),
+-- or in a take of a destination without a policy (whose keyed jobs are the fair claim's), the
+-- take is as before.
+CREATE OR REPLACE FUNCTION courier.claim_take(p_destination text, p_queue text, p_gated boolean, p_worker uuid, p_lease_ms integer, p_limit integer, p_retries boolean) RETURNS SETOF courier.jobs
     LANGUAGE plpgsql ROWS 10
     SET search_path TO 'pg_catalog', 'pg_temp'
     SET plan_cache_mode TO 'force_generic_plan'
@@ -419,82 +422,75 @@ CREATE OR REPLACE FUNCTION courier.claim_gated_take(p_destination text, p_queue 
     AS $$
 declare
     v_left     int := p_limit;
+    v_priority int;
+    v_ids      bigint[];
+    v_got      int;
+    v_capped   boolean;
     -- Keys at their cap (or whose row another claim holds): passed over from then on.
     v_full     text[] := '{}';
-    v_ids      bigint[];
-    v_keep     bigint[];
-    v_cut      boolean;
+    v_cut      boolean := false;
     v_room     int;
-    v_got      int;
-    v_priority int;
     k          record;
 begin
     if p_limit <= 0 then
         return;
     end if;
-    if not exists (select 1 from courier.tenants t where t.max_in_flight is not null) then
-        return query select * from courier.claim_take(p_destination, p_queue, true, p_worker, p_lease_ms, p_limit, p_retries);
-        return;
-    end if;
+    v_capped := p_gated and exists (select 1 from courier.tenants t where t.max_in_flight is not null);
     loop
-        -- The destination's next due jobs in claim_take's order, none of a full key.
-        v_ids := '{}';
-        v_priority := null;
-        loop
+        if not v_cut then
             select c.priority into v_priority from courier.jobs c
-            where c.destination = p_destination and c.held_since is null and c.gated and c.queue = p_queue
+            where c.destination = p_destination and c.held_since is null and c.gated = p_gated and c.queue = p_queue
               and c.state = 'available' and c.priority > coalesce(v_priority, -32769)
             order by c.destination, c.held_since, c.gated, c.queue, c.priority
             limit 1;
             exit when not found;
-            v_ids := v_ids || array(
-                select c.id from courier.jobs c
-                where c.destination = p_destination and c.held_since is null and c.gated
-                  and c.queue = p_queue and c.state = 'available'
-                  and c.priority = v_priority and c.run_at <= now()
-                  and (p_retries is null or (c.attempt > 0) = p_retries)
-                  and (c.fairness_key is null or c.fairness_key <> all(v_full))
-                order by c.destination, c.held_since, c.gated, c.queue, c.priority, c.run_at, c.id
-                limit v_left - cardinality(v_ids)
-                for update skip locked);
-            exit when cardinality(v_ids) >= v_left;
-        end loop;
-        exit when cardinality(v_ids) = 0;
+        end if;
+        v_ids := array(
+            select c.id from courier.jobs c
+            where c.destination = p_destination and c.held_since is null and c.gated = p_gated
+              and c.queue = p_queue and c.state = 'available'
+              and c.priority = v_priority and c.run_at <= now()
+              and (p_retries is null or (c.attempt > 0) = p_retries)
+              and (p_gated or c.fairness_key is null)
+              and (c.fairness_key is null or c.fairness_key <> all(v_full))
+            order by c.destination, c.held_since, c.gated, c.queue, c.priority, c.run_at, c.id
+            limit v_left
+            for update skip locked);
         -- Each capped key among them keeps what its room allows, its first jobs first.
-        v_keep := v_ids;
         v_cut := false;
-        for k in
-            select j.fairness_key as key, t.max_in_flight as cap,
-                   array_agg(j.id order by j.priority, j.run_at, j.id) as ids
-            from courier.jobs j join courier.tenants t on t.fairness_key = j.fairness_key
-            where j.id = any(v_ids) and t.max_in_flight is not null
-            group by j.fairness_key, t.max_in_flight
-        loop
-            perform 1 from courier.tenants t where t.fairness_key = k.key for update skip locked;
-            if found then
-                select greatest(0, k.cap - count(*))::int into v_room from courier.jobs c
-                where c.fairness_key = k.key and c.state = 'running';
-            else
-                v_room := 0;
-            end if;
-            if v_room < cardinality(k.ids) then
-                v_keep := array(select i from unnest(v_keep) i where i <> all(k.ids[v_room + 1:]));
-                v_full := v_full || k.key;
-                v_cut := true;
-            end if;
-        end loop;
-        if cardinality(v_keep) > 0 then
+        if v_capped and cardinality(v_ids) > 0 then
+            for k in
+                select j.fairness_key as key, t.max_in_flight as cap,
+                       array_agg(j.id order by j.priority, j.run_at, j.id) as ids
+                from courier.jobs j join courier.tenants t on t.fairness_key = j.fairness_key
+                where j.id = any(v_ids) and t.max_in_flight is not null
+                group by j.fairness_key, t.max_in_flight
+            loop
+                perform 1 from courier.tenants t where t.fairness_key = k.key for update skip locked;
+                if found then
+                    select greatest(0, k.cap - count(*))::int into v_room from courier.jobs c
+                    where c.fairness_key = k.key and c.state = 'running';
+                else
+                    v_room := 0;
+                end if;
+                if v_room < cardinality(k.ids) then
+                    v_ids := array(select i from unnest(v_ids) i where i <> all(k.ids[v_room + 1:]));
+                    v_full := v_full || k.key;
+                    v_cut := true;
+                end if;
+            end loop;
+        end if;
+        if cardinality(v_ids) > 0 then
             return query
             update courier.jobs j
             set state = 'running', attempt = j.attempt + 1, lease_seq = j.lease_seq + 1, leased_by = p_worker,
                 lease_expires_at = now() + p_lease_ms * interval '1 millisecond', attempted_at = now()
-            where j.id = any(v_keep)
+            where j.id = any(v_ids)
             returning j.*;
             get diagnostics v_got = row_count;
             v_left := v_left - v_got;
+            exit when v_left <= 0;
         end if;
-        -- No key cut: what was found is all that is due (or the limit is reached).
-        exit when not v_cut or v_left <= 0;
     end loop;
 end
 $$;

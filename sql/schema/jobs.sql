@@ -939,94 +939,10 @@ GRANT ALL ON FUNCTION courier.claim_gated(p_queue text, p_limit integer, p_worke
 --
 
 CREATE FUNCTION courier.claim_gated_take(p_destination text, p_queue text, p_worker uuid, p_lease_ms integer, p_limit integer, p_retries boolean) RETURNS SETOF courier.jobs
-    LANGUAGE plpgsql ROWS 10
+    LANGUAGE sql
     SET search_path TO 'pg_catalog', 'pg_temp'
-    SET plan_cache_mode TO 'force_generic_plan'
-    SET enable_seqscan TO 'off'
-    SET enable_bitmapscan TO 'off'
-    SET enable_sort TO 'off'
-    SET jit TO 'off'
     AS $$
-declare
-    v_left     int := p_limit;
-    -- Keys at their cap (or whose row another claim holds): passed over from then on.
-    v_full     text[] := '{}';
-    v_ids      bigint[];
-    v_keep     bigint[];
-    v_cut      boolean;
-    v_room     int;
-    v_got      int;
-    v_priority int;
-    k          record;
-begin
-    if p_limit <= 0 then
-        return;
-    end if;
-    if not exists (select 1 from courier.tenants t where t.max_in_flight is not null) then
-        return query select * from courier.claim_take(p_destination, p_queue, true, p_worker, p_lease_ms, p_limit, p_retries);
-        return;
-    end if;
-    loop
-        -- The destination's next due jobs in claim_take's order, none of a full key.
-        v_ids := '{}';
-        v_priority := null;
-        loop
-            select c.priority into v_priority from courier.jobs c
-            where c.destination = p_destination and c.held_since is null and c.gated and c.queue = p_queue
-              and c.state = 'available' and c.priority > coalesce(v_priority, -32769)
-            order by c.destination, c.held_since, c.gated, c.queue, c.priority
-            limit 1;
-            exit when not found;
-            v_ids := v_ids || array(
-                select c.id from courier.jobs c
-                where c.destination = p_destination and c.held_since is null and c.gated
-                  and c.queue = p_queue and c.state = 'available'
-                  and c.priority = v_priority and c.run_at <= now()
-                  and (p_retries is null or (c.attempt > 0) = p_retries)
-                  and (c.fairness_key is null or c.fairness_key <> all(v_full))
-                order by c.destination, c.held_since, c.gated, c.queue, c.priority, c.run_at, c.id
-                limit v_left - cardinality(v_ids)
-                for update skip locked);
-            exit when cardinality(v_ids) >= v_left;
-        end loop;
-        exit when cardinality(v_ids) = 0;
-        -- Each capped key among them keeps what its room allows, its first jobs first.
-        v_keep := v_ids;
-        v_cut := false;
-        for k in
-            select j.fairness_key as key, t.max_in_flight as cap,
-                   array_agg(j.id order by j.priority, j.run_at, j.id) as ids
-            from courier.jobs j join courier.tenants t on t.fairness_key = j.fairness_key
-            where j.id = any(v_ids) and t.max_in_flight is not null
-            group by j.fairness_key, t.max_in_flight
-        loop
-            perform 1 from courier.tenants t where t.fairness_key = k.key for update skip locked;
-            if found then
-                select greatest(0, k.cap - count(*))::int into v_room from courier.jobs c
-                where c.fairness_key = k.key and c.state = 'running';
-            else
-                v_room := 0;
-            end if;
-            if v_room < cardinality(k.ids) then
-                v_keep := array(select i from unnest(v_keep) i where i <> all(k.ids[v_room + 1:]));
-                v_full := v_full || k.key;
-                v_cut := true;
-            end if;
-        end loop;
-        if cardinality(v_keep) > 0 then
-            return query
-            update courier.jobs j
-            set state = 'running', attempt = j.attempt + 1, lease_seq = j.lease_seq + 1, leased_by = p_worker,
-                lease_expires_at = now() + p_lease_ms * interval '1 millisecond', attempted_at = now()
-            where j.id = any(v_keep)
-            returning j.*;
-            get diagnostics v_got = row_count;
-            v_left := v_left - v_got;
-        end if;
-        -- No key cut: what was found is all that is due (or the limit is reached).
-        exit when not v_cut or v_left <= 0;
-    end loop;
-end
+    select * from courier.claim_take(p_destination, p_queue, true, p_worker, p_lease_ms, p_limit, p_retries)
 $$;
 
 
@@ -1345,17 +1261,26 @@ declare
     v_priority int;
     v_ids      bigint[];
     v_got      int;
+    v_capped   boolean;
+    -- Keys at their cap (or whose row another claim holds): passed over from then on.
+    v_full     text[] := '{}';
+    v_cut      boolean := false;
+    v_room     int;
+    k          record;
 begin
     if p_limit <= 0 then
         return;
     end if;
+    v_capped := p_gated and exists (select 1 from courier.tenants t where t.max_in_flight is not null);
     loop
-        select c.priority into v_priority from courier.jobs c
-        where c.destination = p_destination and c.held_since is null and c.gated = p_gated and c.queue = p_queue
-          and c.state = 'available' and c.priority > coalesce(v_priority, -32769)
-        order by c.destination, c.held_since, c.gated, c.queue, c.priority
-        limit 1;
-        exit when not found;
+        if not v_cut then
+            select c.priority into v_priority from courier.jobs c
+            where c.destination = p_destination and c.held_since is null and c.gated = p_gated and c.queue = p_queue
+              and c.state = 'available' and c.priority > coalesce(v_priority, -32769)
+            order by c.destination, c.held_since, c.gated, c.queue, c.priority
+            limit 1;
+            exit when not found;
+        end if;
         v_ids := array(
             select c.id from courier.jobs c
             where c.destination = p_destination and c.held_since is null and c.gated = p_gated
@@ -1363,9 +1288,34 @@ begin
               and c.priority = v_priority and c.run_at <= now()
               and (p_retries is null or (c.attempt > 0) = p_retries)
               and (p_gated or c.fairness_key is null)
+              and (c.fairness_key is null or c.fairness_key <> all(v_full))
             order by c.destination, c.held_since, c.gated, c.queue, c.priority, c.run_at, c.id
             limit v_left
             for update skip locked);
+        -- Each capped key among them keeps what its room allows, its first jobs first.
+        v_cut := false;
+        if v_capped and cardinality(v_ids) > 0 then
+            for k in
+                select j.fairness_key as key, t.max_in_flight as cap,
+                       array_agg(j.id order by j.priority, j.run_at, j.id) as ids
+                from courier.jobs j join courier.tenants t on t.fairness_key = j.fairness_key
+                where j.id = any(v_ids) and t.max_in_flight is not null
+                group by j.fairness_key, t.max_in_flight
+            loop
+                perform 1 from courier.tenants t where t.fairness_key = k.key for update skip locked;
+                if found then
+                    select greatest(0, k.cap - count(*))::int into v_room from courier.jobs c
+                    where c.fairness_key = k.key and c.state = 'running';
+                else
+                    v_room := 0;
+                end if;
+                if v_room < cardinality(k.ids) then
+                    v_ids := array(select i from unnest(v_ids) i where i <> all(k.ids[v_room + 1:]));
+                    v_full := v_full || k.key;
+                    v_cut := true;
+                end if;
+            end loop;
+        end if;
         if cardinality(v_ids) > 0 then
             return query
             update courier.jobs j
