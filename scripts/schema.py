@@ -20,7 +20,8 @@ What it does:
      every run and machine (with the same PostgreSQL major version).
   3. Splits it by FAMILIES below, the one place that says which file holds what: tables,
      sequences and domains by name; functions by exact name, else by name prefix.
-     Indexes, constraints, defaults, triggers, comments and grants follow their object.
+     Indexes, constraints, defaults, triggers, comments and grants follow their object; a
+     partition is one PARTITION OF line and the indexes of its own.
      Anything the mapping does not name goes to other.sql, with a warning on stderr.
 
 The files are for reading: the migrations in sql/ build the database; these are never
@@ -47,14 +48,17 @@ ROLES = "roles.sql"
 FAMILIES = [
     {
         "file": "jobs.sql",
-        "about": "courier.jobs, the queue itself (waiting and running jobs), and courier.completed_jobs, "
+        "about": "courier.jobs, the queue itself (waiting and running jobs), partitioned into a ring of slots "
+                 "(jobs_0 .. jobs_3) and jobs_parked, with its unique keys (job_unique_keys), and courier.completed_jobs, "
                  "the optional archive of finished ones; the functions that enqueue (enqueue, enqueue_job), "
                  "claim (claim and its helpers), renew leases and acknowledge (complete_jobs, retry_jobs, "
-                 "hand_back_jobs, refuse_jobs, dead_letter_jobs) jobs, and the trigger that checks an enqueuer's destination.",
-        "objects": ["jobs", "jobs_id_seq", "completed_jobs"],
+                 "hand_back_jobs, refuse_jobs, dead_letter_jobs) jobs, reclaim the ring (reclaim_jobs, job_slot_of), "
+                 "and the trigger that checks an enqueuer's destination.",
+        "objects": ["jobs", "jobs_0", "jobs_1", "jobs_2", "jobs_3", "jobs_parked", "jobs_id_seq", "job_unique_keys",
+                    "completed_jobs"],
         "functions": ["has_due_job", "complete_jobs", "retry_jobs", "hand_back_jobs", "refuse_jobs", "dead_letter_jobs",
-                      "renew_leases", "check_enqueuer_destination", "queues_with_fairness_keys"],
-        "prefixes": ["claim", "enqueue", "jobs_"],
+                      "renew_leases", "check_enqueuer_destination", "queues_with_fairness_keys", "reclaim_jobs"],
+        "prefixes": ["claim", "enqueue", "jobs_", "job_slot"],
     },
     {
         "file": "domains.sql",
@@ -310,6 +314,36 @@ def unquote(name):
     return name.strip().strip('"')
 
 
+def collapse_partitions(entries):
+    """A partition restates its parent's columns, checks and indexes: each is shown as one
+    CREATE TABLE ... PARTITION OF (with its storage options), and only the indexes the
+    parent's do not cover are kept."""
+    bounds = {}
+    for entry in entries:
+        if entry.kind == "TABLE ATTACH":
+            found = re.search(r"ALTER TABLE ONLY courier\.(\"?\w+\"?) ATTACH PARTITION courier\.(\"?\w+\"?) (.*);$", entry.body())
+            if found:
+                bounds[unquote(found.group(2))] = (unquote(found.group(1)), found.group(3))
+    covered = set()
+    for entry in entries:
+        if entry.kind == "INDEX ATTACH":
+            found = re.search(r"ATTACH PARTITION courier\.(\"?\w+\"?);$", entry.body())
+            if found:
+                covered.add(unquote(found.group(1)))
+    kept = []
+    for entry in entries:
+        if entry.kind in ("TABLE ATTACH", "INDEX ATTACH") or (entry.kind == "INDEX" and unquote(entry.name) in covered):
+            continue
+        name = unquote(entry.name)
+        if entry.kind == "TABLE" and name in bounds:
+            parent, bound = bounds[name]
+            options = re.search(r"^WITH \((.*)\);$", entry.body(), re.M)
+            entry.lines = [f"CREATE TABLE courier.{name} PARTITION OF courier.{parent} {bound}"
+                           + (f"\nWITH ({options.group(1)})" if options else "") + ";"]
+        kept.append(entry)
+    return kept
+
+
 class Placed:
     """Entries sorted into families: family file -> anchor -> list of entries."""
 
@@ -468,7 +502,7 @@ def opening(file, about):
 def render(url):
     """The files, by name, as they should be committed."""
     mapping = Mapping()
-    entries = parse(dump(url))
+    entries = collapse_partitions(parse(dump(url)))
     if not entries:
         fail("the dump holds no courier objects: is the database migrated (jobctl migrate)?")
     placed = place(entries, mapping)

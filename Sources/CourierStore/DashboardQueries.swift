@@ -64,7 +64,11 @@ public enum DashboardQueries {
         var estimates: [String: Int] = [:]
         for row in try connection.query("""
             select c.relname, greatest(c.reltuples, 0)::bigint from pg_class c join pg_namespace n on n.oid = c.relnamespace
-            where n.nspname = 'courier' and c.relname in ('jobs', 'dead_letters', 'completed_jobs')
+            where n.nspname = 'courier' and c.relname in ('dead_letters', 'completed_jobs')
+            union all
+            -- courier.jobs is partitioned (sql/0048): the estimate is its partitions'.
+            select 'jobs', coalesce(sum(greatest(c.reltuples, 0)), 0)::bigint
+            from pg_partition_tree('courier.jobs') t join pg_class c on c.oid = t.relid where t.isleaf
             """).rows {
             estimates[try row.decode(0, as: String.self)] = try row.decode(1, as: Int.self)
         }

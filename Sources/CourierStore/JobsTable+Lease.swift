@@ -307,6 +307,23 @@ extension JobsTable {
             """)
     }
 
+    /// What one `courier.reclaim_jobs` call did: the ring slots of courier.jobs it truncated
+    /// and the jobs it moved from the next slot to courier.jobs_parked.
+    public struct ReclaimResult: Sendable, Equatable {
+        public var truncated: [String]
+        public var moved: Int
+    }
+
+    /// Truncates the ring slots whose jobs have all left and moves up to `moveLimit` jobs still
+    /// waiting in the next slot to courier.jobs_parked (sql/0048). One worker at a time does
+    /// it; the others get an empty result. `now` (tests) stands for the database's clock.
+    public static func reclaim(moveLimit: Int = 5000, now: Date? = nil, on connection: PostgresConnection) throws -> ReclaimResult {
+        let row = try connection.query("""
+            select truncated, moved from courier.reclaim_jobs(\(moveLimit)::int, coalesce(\(now)::timestamptz, now()))
+            """).rows[0]
+        return ReclaimResult(truncated: try row.decode(0, as: [String].self), moved: try row.decode(1, as: Int.self))
+    }
+
     /// "courier-rescue" as an advisory lock key.
     static let rescueLockKey: Int64 = 0x6375_7272_6573_6375
 }

@@ -181,8 +181,9 @@ public enum JobsTable {
             from courier_enqueue_stage s
             left join (select destination from courier.breakers where state <> 'closed') held
                 on held.destination = s.destination
+            -- A row whose unique key another job of this role holds is skipped by the
+            -- jobs_unique_key trigger (sql/0048), as `on conflict do nothing` did.
             order by s.ord
-            on conflict (unique_scope, unique_key) where unique_key is not null do nothing
             """)
         try tx.simpleQuery("truncate courier_enqueue_stage")
         return BulkResult(inserted: inserted, skippedByUniqueKey: requests.count - inserted)

@@ -67,6 +67,8 @@ extension Migration {
                   bytes: PackageResources._046_breaker_holds_are_remembered_sql),
         Migration(version: 47, name: "0047_bounded_waiting_in_a_key_and_a_gate.sql",
                   bytes: PackageResources._047_bounded_waiting_in_a_key_and_a_gate_sql),
+        Migration(version: 48, name: "0048_storage_that_a_held_snapshot_cannot_bloat.sql",
+                  bytes: PackageResources._048_storage_that_a_held_snapshot_cannot_bloat_sql),
     ]
 
     init(version: Int, name: String, bytes: [UInt8]) {

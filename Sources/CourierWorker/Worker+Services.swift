@@ -74,6 +74,7 @@ extension Worker {
         let housekeeping = session(gate)
         rescuer = Rescuer(configuration: .init(leases: leases), session: housekeeping, logger: logger, metrics: metrics)
         pruner = Pruner(configuration: .init(configuration), session: housekeeping)
+        reclaimer = Reclaimer(session: housekeeping, logger: logger, mayRun: { [unowned self] in self.claimer.missingMigrations.isEmpty })
         breakerReporter = BreakerReporter(configuration: .init(configuration, worker: id), session: housekeeping, logger: logger,
                                           jitteredCooldown: { [unowned self] policy in
                                               withRandom { policy.jitteredCooldown(policy.cooldown, using: &$0) }
@@ -82,7 +83,7 @@ extension Worker {
         settings = SettingsRefresher(base: configuration.retryPolicy, session: housekeeping, propagation: propagation)
         prober = Prober(configuration: .init(configuration, leases: leases, worker: id), session: housekeeping, intake: self, logger: logger)
         // In run order; they finish (final writes) in reverse: the breaker report and the statistics first.
-        var members: [any WorkerService] = [breakerReporter, statsFlusher, prober, settings, rescuer, pruner]
+        var members: [any WorkerService] = [breakerReporter, statsFlusher, prober, settings, rescuer, pruner, reclaimer]
         if configuration.scheduler.enabled {
             let scheduler = Scheduler(configuration: configuration.scheduler, session: housekeeping, logger: logger,
                                       metrics: metrics, mayRun: { [unowned self] in self.claimer.missingMigrations.isEmpty })

@@ -10,7 +10,7 @@ import Foundation
 /// in Worker+Services.swift: the threads, and who wakes whom), started in order and stopped in reverse order:
 /// Heartbeater, Completer, Listener, TrafficKeeper and Claimer each on a thread and
 /// connection of its own; the light ones (BreakerReporter, StatsFlusher, Prober,
-/// SettingsRefresher, Rescuer, Pruner, Scheduler) in turn on one housekeeping thread and
+/// SettingsRefresher, Rescuer, Pruner, Reclaimer, Scheduler) in turn on one housekeeping thread and
 /// connection (`ServiceBundle`): six connections in all, listed in ``databaseConnections``
 /// (deploy/README.md, "Connection budget"). Jobs run as child tasks of one task group (`JobRunner`). Which jobs the
 /// worker holds, and how far a shutdown has come, is one value, `WorkerStateMachine`,
@@ -41,6 +41,7 @@ public final class Worker: @unchecked Sendable {
     var listener: Listener!
     var rescuer: Rescuer!
     var pruner: Pruner!
+    var reclaimer: Reclaimer!
     var breakerReporter: BreakerReporter!
     var statsFlusher: StatsFlusher!
     var settings: SettingsRefresher!

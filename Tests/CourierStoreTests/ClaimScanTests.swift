@@ -91,7 +91,8 @@ import Testing
             // 0014's claim reads the whole queue's index (about 900 pages here); this one a few
             // per priority (about 77, two descents each, and the two jobs' updates).
             #expect(before > 500, "the old claim should walk the scheduled backlog (\(before) buffers)")
-            #expect(now < 100, "the claim touched \(now) buffers with 150k jobs scheduled ahead")
+            // Since 0048 courier.jobs is five partitions, and each descent visits every one's index (an empty one's metapage): about 190 buffers.
+            #expect(now < 250, "the claim touched \(now) buffers with 150k jobs scheduled ahead")
 
             let claimed = try JobsTable.claim(queue: "default", limit: 100, worker: UUID(), leaseMilliseconds: lease, on: db)
             #expect(claimed.count == 2)
@@ -135,7 +136,7 @@ import Testing
     @Test func aClaimPlannedWhileTheTableWasTinyStaysAnIndexWalkOnceItIsBig() throws {
         try CourierTestDatabase.with { (_, db) throws in
             // No ANALYZE in between: the statistics stay those of the tiny table.
-            try db.simpleQuery("alter table courier.jobs set (autovacuum_enabled = false)")
+            try JobsPartitions.setAutovacuum(false, on: db)
             try insert(3, dueInSeconds: -60, on: db)
             try db.simpleQuery("vacuum analyze courier.jobs")
             _ = try claimBuffers(limit: 1, on: db)
@@ -153,10 +154,10 @@ import Testing
     /// ANALYZE of an emptied table keeps no column statistics, and plans well.)
     @Test func aClaimPlannedOnStatisticsThatSayEmptyStaysAnIndexWalk() throws {
         try CourierTestDatabase.with { (_, db) throws in
-            try db.simpleQuery("alter table courier.jobs set (autovacuum_enabled = false)")
+            try JobsPartitions.setAutovacuum(false, on: db)
             try insert(100_000, dueInSeconds: -60, priorities: 2, on: db)
             try db.simpleQuery("vacuum analyze courier.jobs")
-            try db.simpleQuery("update pg_class set reltuples = 0 where oid = 'courier.jobs'::regclass")
+            try db.simpleQuery("update pg_class set reltuples = 0 where oid in (\(JobsPartitions.relids))")
             let claim = try claimBuffers(limit: 1, on: db)
             #expect(claim < 200, "a claim planned on empty-table statistics touched \(claim) buffers")
         }
@@ -278,7 +279,8 @@ import Testing
             // 79 buffers with 0031's claim, 81 with 0036's (the highest waiting priority is
             // read up front, from the right end of the queue): nearly all of it is the update
             // of the 5 jobs taken. Thousands when the 30k jobs are not held (below).
-            #expect(held < 90, "the claim touched \(held) buffers with 30k jobs held for Retry-After")
+            // Since 0048 courier.jobs is five partitions, and each descent visits every one's index (an empty one's metapage): about 140 since 0048.
+            #expect(held < 200, "the claim touched \(held) buffers with 30k jobs held for Retry-After")
             #expect(unheld > 10 * held, "passing over 30k unheld jobs (\(unheld) buffers) costs what holding them saves (\(held))")
             let claimed = try JobsTable.claim(queue: "default", limit: 100, worker: UUID(), leaseMilliseconds: lease, on: db)
             #expect(claimed.count == 5)
@@ -311,7 +313,8 @@ import Testing
             let pass = "select courier.traffic_maintain(2000)"
             _ = try explainBuffers(pass, [], on: db)   // the first pass in a session also compiles the function
             let buffers = try explainBuffers(pass, [], on: db)
-            #expect(buffers < 100, "a keeper pass with 20k jobs held and 20k scheduled touched \(buffers) buffers")
+            // Since 0048 courier.jobs is five partitions, and each descent visits every one's index (an empty one's metapage): about 150.
+            #expect(buffers < 250, "a keeper pass with 20k jobs held and 20k scheduled touched \(buffers) buffers")
             #expect(try JobsTable.trafficMaintain(batch: 2000, on: db) == 0)
             #expect(try count("select count(*)::bigint from courier.jobs where held_since is not null", on: db) == 20_000)
         }
@@ -385,7 +388,8 @@ import Testing
             let binds: [any PostgresEncodable] = [UUID(), ["http://busy.test:80"]]
             _ = try buffers(spread, binds, on: db)   // the first call in a session also plans the function's statements
             let spent = try buffers(spread, binds, on: db)
-            #expect(spent < 100, "a spread claim past 50k jobs scheduled ahead touched \(spent) buffers")
+            // Since 0048 courier.jobs is five partitions, and each descent visits every one's index (an empty one's metapage): about 400 (the busy destination's 50k jobs scheduled ahead: thousands).
+            #expect(spent < 600, "a spread claim past 50k jobs scheduled ahead touched \(spent) buffers")
             #expect(try JobsTable.claimSpread(queue: "default", limit: 10, perDestination: 5, after: nil, excluding: ["http://busy.test:80"],
                                               visit: 16, worker: UUID(), leaseMilliseconds: lease, on: db).jobs.isEmpty)
         }
@@ -406,7 +410,8 @@ import Testing
             let gated = "select * from courier.claim_gated('default', 10, $1::uuid, 30000)"
             _ = try buffers(gated, [UUID()], on: db)
             let spent = try buffers(gated, [UUID()], on: db)
-            #expect(spent < 100, "a gated claim past 50k jobs scheduled ahead touched \(spent) buffers")
+            // Since 0048 courier.jobs is five partitions, and each descent visits every one's index (an empty one's metapage): about 140.
+            #expect(spent < 250, "a gated claim past 50k jobs scheduled ahead touched \(spent) buffers")
             #expect(try JobsTable.claimGated(queue: "default", limit: 10, worker: UUID(), leaseMilliseconds: lease, on: db).isEmpty)
         }
     }
@@ -479,7 +484,10 @@ import Testing
             try insert(1, dueInSeconds: -1, on: db)
             let oneJob = try claimBuffers(limit: 1, on: db)
             #expect(emptyPoll < walk * 3 / 2, "an empty queue's claim read \(emptyPoll) buffers, one walk is \(walk)")
-            #expect(oneJob < walk * 3 / 2, "the claim of one job behind the dead entries read \(oneJob) buffers, one walk is \(walk)")
+            // Since 0048 the job may be in another slot of courier.jobs than the dead entries; then
+            // their slot's index is walked from each end (the priority read, and the take), until
+            // courier.reclaim_jobs truncates it: two walks, never more.
+            #expect(oneJob < walk * 5 / 2, "the claim of one job behind the dead entries read \(oneJob) buffers, one walk is \(walk)")
             #expect(try take(10, on: db).jobs.count == 1)
             try holder.release()
         }

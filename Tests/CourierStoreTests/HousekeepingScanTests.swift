@@ -96,7 +96,8 @@ import Testing
             let keeper = try explainBuffers("select courier.traffic_maintain($1::int)", [2000], on: db)
             let probe = try explainBuffers(BreakersTable.dueForProbeSQL, [["default"]], on: db)
             let held = try explainBuffers(BreakersTable.heldBackSQL, [100], on: db)
-            #expect(keeper < 200, "a keeper pass read \(keeper) buffers")
+            // Since 0048 courier.jobs is five partitions, and each descent visits every one's index (an empty one's metapage): about 500.
+            #expect(keeper < 700, "a keeper pass read \(keeper) buffers")
             #expect(probe < 30, "the due-probe read touched \(probe) buffers")
             #expect(held < 30, "the held-back read touched \(held) buffers")
 

@@ -124,9 +124,9 @@ import Testing
             let jobs = try JobsTable.claim(queue: "default", limit: 200, worker: worker, leaseMilliseconds: 60_000, on: db)
             func updates() throws -> (all: Int, hot: Int) {
                 try db.query("select pg_stat_force_next_flush()")
-                let row = try db.query("""
-                    select n_tup_upd::int, n_tup_hot_upd::int from pg_stat_user_tables where schemaname = 'courier' and relname = 'jobs'
-                    """).rows[0]
+                let row = try db.query(PostgresQuery(unsafeSQL: """
+                    select sum(n_tup_upd)::int, sum(n_tup_hot_upd)::int from pg_stat_user_tables where relid in (\(JobsPartitions.relids))
+                    """)).rows[0]
                 return (try row.decode(0, as: Int.self), try row.decode(1, as: Int.self))
             }
             let before = try updates()

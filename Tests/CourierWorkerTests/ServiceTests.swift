@@ -274,3 +274,49 @@ final class FakeHolder: LeaseHolder, @unchecked Sendable {
     var isStopping: Bool { false }
     func cancelRequested(_ ids: [Int64]) { lock.withLock { _cancelled += ids } }
 }
+
+extension ServiceTests {
+    /// The reclaimer truncates a drained slot of courier.jobs and moves the next slot's waiting
+    /// jobs to jobs_parked, in batches while they come back full; before the schema allows it
+    /// (mayRun false) it does nothing.
+    @Test func theReclaimerTruncatesDrainedSlotsAndParksTheNextSlotsJobs() throws {
+        try CourierTestDatabase.with { database, db in
+            // Far enough from a slot boundary that "current" and "next" hold for the test.
+            let intoSlot = try db.query("select mod(date_part('epoch', now())::numeric, 15)::float8").rows[0].decode(0, as: Double.self)
+            if intoSlot > 11 { Thread.sleep(forTimeInterval: 15.5 - intoSlot) }
+            let current = try db.query("select courier.job_slot_of(now())::int").rows[0].decode(0, as: Int.self)
+            let (next, drained) = ((current + 1) % 4, (current + 2) % 4)
+            func insert(_ n: Int, slot: Int, runInSeconds: Int) throws {
+                try db.execute("""
+                    insert into courier.jobs (destination, url, run_at, slot)
+                    select 'http://ring.test:80', 'http://ring.test/x', now() + \(runInSeconds)::int * interval '1 second', \(slot)::smallint
+                    from generate_series(1, \(n)::int)
+                    """)
+            }
+            try insert(2000, slot: drained, runInSeconds: 0)
+            try db.execute("delete from courier.jobs where slot = \(drained)::smallint")
+            try insert(5, slot: next, runInSeconds: 3600)
+            func heap(_ slot: Int) throws -> Int {
+                try db.query(PostgresQuery(unsafeSQL: "select pg_relation_size('courier.jobs_\(slot)')::bigint")).rows[0].decode(0, as: Int.self)
+            }
+            func parked() throws -> Int { try db.query("select count(*)::int from courier.jobs where slot = -1").rows[0].decode(0, as: Int.self) }
+            #expect(try heap(drained) > 0)
+
+            let idle = Reclaimer(session: session(database), logger: Logger(level: .error, sink: { _ in }), mayRun: { false })
+            _ = idle.runOnce(now: .now)
+            #expect(try heap(drained) > 0 && parked() == 0, "nothing before the schema allows it")
+            idle.finish()
+
+            var config = Reclaimer.Configuration()
+            config.moveLimit = 2
+            let reclaimer = Reclaimer(configuration: config, session: session(database), logger: Logger(level: .error, sink: { _ in }),
+                                      mayRun: { true })
+            let start = ContinuousClock.now
+            #expect(reclaimer.runOnce(now: start) == config.interval)
+            #expect(try heap(drained) == 0, "the drained slot is truncated")
+            #expect(try parked() == 5, "batches of 2 while they come back full: all 5 moved in one round")
+            #expect(reclaimer.runOnce(now: start + .milliseconds(10)) < config.interval, "not again before the interval")
+            reclaimer.finish()
+        }
+    }
+}

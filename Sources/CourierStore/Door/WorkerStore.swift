@@ -41,6 +41,8 @@ public protocol WorkerStore {
     func jobsRescueExpired() throws -> JobsTable.RescueResult
     /// One bounded batch (oldest first, `SKIP LOCKED`) of each prune; a full batch means more is due.
     func completedJobsPrune(olderThanMilliseconds: Int64, batch: Int) throws -> Int
+    /// Truncates drained ring slots of courier.jobs and moves what waits in the next one (`JobsTable.reclaim`).
+    func jobsReclaim(moveLimit: Int) throws -> JobsTable.ReclaimResult
     func breakerEventsPrune(olderThanMilliseconds: Int64, batch: Int) throws -> Int
     func deadLettersPurge(olderThanMilliseconds: Int64, batch: Int) throws -> Int
 
@@ -157,6 +159,9 @@ public struct PostgresWorkerStore: WorkerStore {
     public func jobsRescueExpired() throws -> JobsTable.RescueResult { try JobsTable.rescueExpired(on: connection) }
     public func completedJobsPrune(olderThanMilliseconds: Int64, batch: Int) throws -> Int {
         try JobsTable.pruneCompleted(olderThanMilliseconds: olderThanMilliseconds, batch: batch, on: connection)
+    }
+    public func jobsReclaim(moveLimit: Int) throws -> JobsTable.ReclaimResult {
+        try JobsTable.reclaim(moveLimit: moveLimit, on: connection)
     }
     public func breakerEventsPrune(olderThanMilliseconds: Int64, batch: Int) throws -> Int {
         try BreakersTable.pruneEvents(olderThanMilliseconds: olderThanMilliseconds, batch: batch, on: connection)
