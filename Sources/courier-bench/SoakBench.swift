@@ -6,10 +6,14 @@ import Postgres
 /// next job to claim (the claim lag), the jobs and archive tables' and indexes' sizes, their
 /// dead tuples and autovacuum runs.
 ///
+/// With `holdSnapshotSeconds` a repeatable-read transaction in the same database takes its
+/// snapshot before the first job and keeps it that long (a report or an idle-in-transaction
+/// session holding vacuum's horizon), then ends; the soak goes on to its end.
+///
 /// Its polling never scans a table and holds no long statement: counts come from
-/// `pg_stat_user_tables` (rows deleted from courier.jobs are jobs that left the queue),
-/// sizes from `pg_relation_size`/`pg_indexes_size`, and the claim lag from one probe of the
-/// claim index's head.
+/// `pg_stat_user_tables` (rows inserted into the archive are jobs done), sizes from
+/// `pg_relation_size`/`pg_indexes_size` summed over a partitioned table's partitions, and the
+/// claim lag from one probe of the claim index's head.
 struct SoakBench {
     let context: BenchContext
     /// How long, in seconds. Default 30 min.
@@ -22,6 +26,10 @@ struct SoakBench {
     let retention: String
     /// Seconds between samples. Default 60.
     let sample: Int
+    /// How long a repeatable-read snapshot is held from the start; 0: none.
+    var holdSnapshotSeconds = 0
+    /// Recorded with every sample, so a report tells runs apart (bench/run.sh's held mode: "unimpeded", "held").
+    var label: String?
 
     struct Sample {
         var drained: Int, autovacuumJobs: Int, autovacuumArchive: Int
@@ -40,6 +48,16 @@ struct SoakBench {
                                           context: context, label: "soak-w\(workers)-c\(concurrency)")
         do {
             try fleet.waitReady(connection)
+            // Taken before the first job, so no row the soak writes can be vacuumed while it is held.
+            var holder: PostgresConnection? = nil
+            if holdSnapshotSeconds > 0 {
+                let held = try context.connect()
+                _ = try held.query(PostgresQuery(unsafeSQL: "begin isolation level repeatable read"))
+                _ = try held.query(PostgresQuery(unsafeSQL: "select 1"))
+                holder = held
+                print("soak: a repeatable-read snapshot is held for the first \(holdSnapshotSeconds) s")
+            }
+            defer { holder?.close() }
             let stop = StopFlag()
             let enqueuer = Thread { [context] in
                 // Ten batches a second, each a single insert; behind schedule it catches up.
@@ -62,11 +80,20 @@ struct SoakBench {
             let t0 = monotonicSeconds()
             var previous = try read(connection)
             var rates: [Double] = []
-            print("sample  drained/s  claim_lag_s  latency_p50_ms  latency_p99_ms  jobs_heap  jobs_idx  archive_heap  archive_idx  dead_jobs  dead_archive  autovac_jobs  autovac_archive   (sizes in KiB)")
+            print("sample  drained/s  claim_lag_s  latency_p50_ms  latency_p99_ms  jobs_heap  jobs_idx  archive_heap  archive_idx  dead_jobs  dead_archive  autovac_jobs  autovac_archive  snapshot   (sizes in KiB)")
             var index = 0
             while monotonicSeconds() - t0 < Double(seconds) {
                 let intervalStart = monotonicSeconds()
-                while monotonicSeconds() - intervalStart < Double(sample) && monotonicSeconds() - t0 < Double(seconds) { usleep(200_000) }
+                while monotonicSeconds() - intervalStart < Double(sample) && monotonicSeconds() - t0 < Double(seconds) {
+                    if let held = holder, monotonicSeconds() - t0 >= Double(holdSnapshotSeconds) {
+                        _ = try? held.query(PostgresQuery(unsafeSQL: "commit"))
+                        held.close()
+                        holder = nil
+                        print(String(format: "soak: the snapshot was released at %.0f s", monotonicSeconds() - t0))
+                    }
+                    usleep(200_000)
+                }
+                let held = holder != nil
                 let elapsed = monotonicSeconds() - intervalStart
                 index += 1
                 let now = try read(connection)
@@ -75,10 +102,11 @@ struct SoakBench {
                 let pickup = try pickupLatency(connection)
                 let indexes = try indexSizes(connection)
                 rates.append(perSecond)
-                let line = String(format: "%6d  %9.0f  %11.3f  %14.1f  %14.1f  %9d  %8d  %12d  %11d  %9d  %12d  %12d  %15d", index, perSecond, figures.lag, pickup.p50, pickup.p99,
+                let line = String(format: "%6d  %9.0f  %11.3f  %14.1f  %14.1f  %9d  %8d  %12d  %11d  %9d  %12d  %12d  %15d  %@", index, perSecond, figures.lag, pickup.p50, pickup.p99,
                                   figures.jobsHeap / 1024, figures.jobsIndexes / 1024, figures.archiveHeap / 1024,
                                   figures.archiveIndexes / 1024, figures.deadJobs, figures.deadArchive,
-                                  now.autovacuumJobs - previous.autovacuumJobs, now.autovacuumArchive - previous.autovacuumArchive)
+                                  now.autovacuumJobs - previous.autovacuumJobs, now.autovacuumArchive - previous.autovacuumArchive,
+                                  held ? "held" : "-")
                 print(line)
                 fflush(nil)   // shown as it is printed, even into a file
                 context.log.record("soak", [
@@ -90,7 +118,8 @@ struct SoakBench {
                     "archive_indexes_kb": figures.archiveIndexes / 1024, "dead_tuples_jobs": figures.deadJobs,
                     "dead_tuples_archive": figures.deadArchive, "autovacuum_jobs": now.autovacuumJobs - previous.autovacuumJobs,
                     "autovacuum_archive": now.autovacuumArchive - previous.autovacuumArchive, "workers": workers,
-                    "concurrency": concurrency, "retention": retention,
+                    "concurrency": concurrency, "retention": retention, "snapshot_held": held,
+                    "hold_snapshot_s": holdSnapshotSeconds, "label": label.map { $0 as Any } ?? NSNull(),
                 ])
                 previous = now
             }
@@ -120,12 +149,24 @@ struct SoakBench {
         return (try row.decode(0, as: Double.self), try row.decode(1, as: Double.self), try row.decode(2, as: Int.self))
     }
 
-    /// Every index of courier.jobs and courier.completed_jobs, KiB each (catalog and pg_relation_size only).
+    /// The tables that hold the rows of courier.jobs and courier.completed_jobs: their
+    /// partitions where they are partitioned (sql/0048), else themselves. With `table`, its
+    /// column naming which of the two each row belongs to.
+    static let storedTables = """
+        select t.relid, p.name from (values ('jobs', 'courier.jobs'::regclass), ('completed_jobs', 'courier.completed_jobs'::regclass)) p(name, rel)
+        cross join lateral (select relid from pg_partition_tree(p.rel) where isleaf
+                            union all select p.rel where (select relkind from pg_class where oid = p.rel) = 'r') t
+        """
+
+    /// Every index of courier.jobs and courier.completed_jobs, KiB each (a partitioned index:
+    /// summed over its partitions; catalog and pg_relation_size only).
     private func indexSizes(_ connection: PostgresConnection) throws -> [String: Int] {
         var sizes: [String: Int] = [:]
         for row in try connection.query(PostgresQuery(unsafeSQL: """
-            select c.relname::text, (pg_relation_size(c.oid) / 1024)::bigint from pg_index i join pg_class c on c.oid = i.indexrelid
-            where i.indrelid in ('courier.jobs'::regclass, 'courier.completed_jobs'::regclass)
+            select coalesce(pg_partition_root(c.oid), c.oid)::regclass::text, (sum(pg_relation_size(c.oid)) / 1024)::bigint
+            from pg_index i join pg_class c on c.oid = i.indexrelid
+            where i.indrelid in (select relid from (\(Self.storedTables)) s)
+            group by 1
             """)).rows {
             sizes[try row.decode(0, as: String.self)] = try row.decode(1, as: Int.self)
         }
@@ -135,16 +176,18 @@ struct SoakBench {
     private func read(_ connection: PostgresConnection) throws -> Sample {
         _ = try connection.query(PostgresQuery(unsafeSQL: "select pg_stat_clear_snapshot()"))
         let rows = try connection.query(PostgresQuery(unsafeSQL: """
-            select relname, n_tup_del::bigint, autovacuum_count::bigint from pg_stat_user_tables
-            where schemaname = 'courier' and relname in ('jobs', 'completed_jobs')
+            select s.name, sum(u.n_tup_ins)::bigint, sum(u.autovacuum_count)::bigint
+            from (\(Self.storedTables)) s join pg_stat_user_tables u on u.relid = s.relid
+            group by s.name
             """)).rows
         var sample = Sample(drained: 0, autovacuumJobs: 0, autovacuumArchive: 0)
         for row in rows {
             let name = try row.decode(0, as: String.self)
             if name == "jobs" {
-                sample.drained = try row.decode(1, as: Int.self)
                 sample.autovacuumJobs = try row.decode(2, as: Int.self)
             } else {
+                // Every job of the soak succeeds, and each success is archived.
+                sample.drained = try row.decode(1, as: Int.self)
                 sample.autovacuumArchive = try row.decode(2, as: Int.self)
             }
         }
@@ -155,10 +198,13 @@ struct SoakBench {
     private func sizes(_ connection: PostgresConnection, queue: String, unkeyed: String)
         throws -> (lag: Double, jobsHeap: Int, jobsIndexes: Int, archiveHeap: Int, archiveIndexes: Int, deadJobs: Int, deadArchive: Int) {
         let row = try connection.query(PostgresQuery(unsafeSQL: """
-            select pg_relation_size('courier.jobs'), pg_indexes_size('courier.jobs'),
-                   pg_relation_size('courier.completed_jobs'), pg_indexes_size('courier.completed_jobs'),
-                   (select n_dead_tup from pg_stat_user_tables where schemaname = 'courier' and relname = 'jobs'),
-                   (select n_dead_tup from pg_stat_user_tables where schemaname = 'courier' and relname = 'completed_jobs'),
+            with stored as (\(Self.storedTables)),
+            sized as (select s.name, sum(pg_relation_size(s.relid))::bigint heap, sum(pg_indexes_size(s.relid))::bigint indexes,
+                             sum(u.n_dead_tup)::bigint dead
+                      from stored s left join pg_stat_user_tables u on u.relid = s.relid group by s.name)
+            select (select heap from sized where name = 'jobs'), (select indexes from sized where name = 'jobs'),
+                   (select heap from sized where name = 'completed_jobs'), (select indexes from sized where name = 'completed_jobs'),
+                   (select coalesce(dead, 0) from sized where name = 'jobs'), (select coalesce(dead, 0) from sized where name = 'completed_jobs'),
                    coalesce((select extract(epoch from now() - run_at)::float8 from courier.jobs
                              where queue = $1::text and state = 'available' and held_since is null and not gated
                                and \(unkeyed)

@@ -13,6 +13,7 @@ import Foundation
 //                          [--scheduled-ahead 0]   (jobs waiting a day ahead in the same queue)
 //   courier-bench memory   [common] --concurrency 256 --delay 10
 //   courier-bench soak     [common] --minutes 30 --rate 5000 --workers 2 --concurrency 256 --retention 1m --sample 60
+//                          [--hold-snapshot-seconds S] [--label L]  (a repeatable-read snapshot held for the first S seconds)
 //                          steady enqueue + drain; per-sample throughput, claim lag, sizes, dead tuples, autovacuum runs
 //   (drain also takes --hold-snapshot 1: a repeatable-read transaction held open across every drain, and
 //    --tag NAME: rows marked for a section of their own, e.g. longtx, kept out of the drain tables)
@@ -79,12 +80,16 @@ func runBench(_ arguments: [String]) throws {
             for clients in try options.intList("clients", default: [1, 2, 4]) { try bench.run(clients: clients, rep: rep) }
         }
     case "soak":
-        let options = try BenchOptions(rest, known: common + ["minutes", "seconds", "rate", "workers", "concurrency", "retention", "sample"])
+        let options = try BenchOptions(rest, known: common + ["minutes", "seconds", "rate", "workers", "concurrency", "retention", "sample",
+                                                                "hold-snapshot-seconds", "label"])
         let seconds = try options.optional("seconds").map { _ in try options.int("seconds", default: 60) }
             ?? 60 * (try options.int("minutes", default: 30))
-        try SoakBench(context: try BenchContext(options), seconds: seconds, rate: try options.int("rate", default: 5000),
-                      workers: try options.int("workers", default: 2), concurrency: try options.int("concurrency", default: 256),
-                      retention: options.string("retention", default: "1m"), sample: try options.int("sample", default: 60)).run()
+        var soak = SoakBench(context: try BenchContext(options), seconds: seconds, rate: try options.int("rate", default: 5000),
+                             workers: try options.int("workers", default: 2), concurrency: try options.int("concurrency", default: 256),
+                             retention: options.string("retention", default: "1m"), sample: try options.int("sample", default: 60))
+        soak.holdSnapshotSeconds = try options.int("hold-snapshot-seconds", default: 0)
+        soak.label = options.optional("label")
+        try soak.run()
     case "backlog":
         let options = try BenchOptions(rest, known: common + ["runnable", "waiting", "held-share", "workers", "concurrency", "loaders", "reps", "scenarios"])
         let scenarios = options.string("scenarios", default: BacklogBench.scenarios.joined(separator: ",")).split(separator: ",").map(String.init)

@@ -203,10 +203,31 @@ CREATE TRIGGER jobs_unique_key_give_back AFTER DELETE ON courier.jobs FOR EACH R
 
 
 --
+-- Name: COLUMN jobs.fairness_key; Type: COMMENT
+--
+
+COMMENT ON COLUMN courier.jobs.fairness_key IS 'The tenant the job works for: keys share a queue''s starts by weight (courier.tenants); NULL is the default key.';
+
+
+--
+-- Name: COLUMN jobs.lease_seq; Type: COMMENT
+--
+
+COMMENT ON COLUMN courier.jobs.lease_seq IS 'How many times the job was leased: the fence token of its current lease (never repeats for the row).';
+
+
+--
 -- Name: COLUMN jobs.slot; Type: COMMENT
 --
 
 COMMENT ON COLUMN courier.jobs.slot IS 'The partition the job is stored in: a ring slot (0..3, courier.job_slot_of) or -1 (courier.jobs_parked). Set by the default; do not write it.';
+
+
+--
+-- Name: COLUMN jobs.traceparent; Type: COMMENT
+--
+
+COMMENT ON COLUMN courier.jobs.traceparent IS 'The W3C traceparent of the enqueuing application''s span: every attempt''s span links to it (or is its child).';
 
 
 --
@@ -611,6 +632,8 @@ GRANT ALL ON FUNCTION courier.claim(p_queue text, p_limit integer, p_worker uuid
 CREATE FUNCTION courier.claim_fair(p_queue text, p_limit integer, p_worker uuid, p_lease_ms integer, p_after text, p_after_left integer, p_quantum integer, p_visit integer, p_bound_keys text[], p_bound_priorities integer[], p_bound_run_at_us bigint[], p_bound_ids bigint[]) RETURNS TABLE(job courier.jobs, cursor_key text, cursor_left integer)
     LANGUAGE plpgsql SECURITY DEFINER ROWS 100
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET enable_bitmapscan TO 'off'
     AS $$
 declare
     v_left      int := p_limit;
@@ -900,6 +923,8 @@ GRANT ALL ON FUNCTION courier.claim_fair_take(p_queue text, p_key text, p_worker
 CREATE FUNCTION courier.claim_gated(p_queue text, p_limit integer, p_worker uuid, p_lease_ms integer) RETURNS SETOF courier.jobs
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET enable_bitmapscan TO 'off'
     AS $$
 declare
     v_left      int := p_limit;
@@ -1282,6 +1307,8 @@ GRANT ALL ON FUNCTION courier.claim_head_start(p_queue text, p_key text, p_worke
 CREATE FUNCTION courier.claim_spread(p_queue text, p_limit integer, p_per_destination integer, p_worker uuid, p_lease_ms integer, p_after text, p_exclude text[], p_visit integer) RETURNS SETOF courier.jobs
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET enable_bitmapscan TO 'off'
     AS $$
 declare
     v_left    int := p_limit;
@@ -1350,6 +1377,8 @@ GRANT ALL ON FUNCTION courier.claim_spread(p_queue text, p_limit integer, p_per_
 CREATE FUNCTION courier.claim_spread_round(p_queue text, p_limit integer, p_per_destination integer, p_worker uuid, p_lease_ms integer, p_after text, p_exclude text[], p_visit integer) RETURNS TABLE(job courier.jobs, visited text)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET enable_bitmapscan TO 'off'
     AS $$
 declare
     v_left    int := p_limit;
@@ -2090,7 +2119,8 @@ GRANT ALL ON FUNCTION courier.job_slot_count() TO courier_enqueue;
 
 CREATE FUNCTION courier.job_slot_of(p_at timestamp with time zone) RETURNS smallint
     LANGUAGE sql STABLE PARALLEL SAFE
-    AS $$ select (floor(date_part('epoch', p_at) / date_part('epoch', courier.job_slot_period()))::bigint
+    AS $$ select (pg_catalog.floor(pg_catalog.date_part('epoch', p_at)
+                                   / pg_catalog.date_part('epoch', courier.job_slot_period()))::bigint
                   % courier.job_slot_count())::smallint $$;
 
 
