@@ -598,7 +598,7 @@ for r in outage:
     w(f"| dead letters | {r['other_dead']} | 0 |")
     w("")
 
-soak = [r for r in courier if r["bench"] == "soak"]
+soak = [r for r in courier if r["bench"] == "soak" and not r.get("label")]
 if soak:
     s0 = soak[0]
     w("## Soak (issue 12)")
@@ -627,6 +627,60 @@ if soak:
         w("Each index at the first and last sample (KiB): " + ", ".join(
             f"`{k}` {soak[0]['index_kb'].get(k, 0):,} → {v:,}" for k, v in sorted(soak[-1]["index_kb"].items())) + ".")
     w("")
+
+# ------------------------------------------------------------------ a held snapshot (issue 45)
+free = [r for r in courier if r["bench"] == "soak" and r.get("label") == "unimpeded"]
+held = [r for r in courier if r["bench"] == "soak" and r.get("label") == "held"]
+if held:
+    h0 = held[0]
+    hold_s = h0["hold_snapshot_s"]
+
+    def jobs_kb(r):
+        return r["jobs_heap_kb"] + r["jobs_indexes_kb"]
+
+    w("## A held snapshot (issue 45)")
+    w("")
+    w(f"The soak at {h0['rate_target']:,} no-op jobs/s, {h0['workers']} × jobworker --concurrency {h0['concurrency']} "
+      f"--retention {h0['retention']}: first {len(free)} samples unimpeded, then {len(held)} with a repeatable-read "
+      f"transaction in the same database that took its snapshot before the first job and held it {hold_s // 60} min "
+      "(`courier-bench soak --hold-snapshot-seconds`), then released. Drained/s = rows archived per second; latency = "
+      "enqueue → finished of the jobs archived in the last second; jobs = courier.jobs' partitions, heap + indexes (KiB).")
+    w("")
+    w("| sample | snapshot | drained/s | claim lag s | latency p50 ms | latency p99 ms | jobs heap | jobs indexes | "
+      "archive heap | archive indexes | dead (jobs) | dead (archive) |")
+    w("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for label, run in (("unimpeded", free), ("held", held)):
+        for r in run:
+            state = "held" if r.get("snapshot_held") else ("-" if label == "unimpeded" else "released")
+            w(f"| {label} {r['interval']} | {state} | {r['drained_per_s']:,.0f} | {r['claim_lag_s']:.3f} | "
+              f"{fmt(r.get('latency_p50_ms'), '{:.1f}')} | {fmt(r.get('latency_p99_ms'), '{:.1f}')} | {r['jobs_heap_kb']:,} | "
+              f"{r['jobs_indexes_kb']:,} | {r['archive_heap_kb']:,} | {r['archive_indexes_kb']:,} | {r['dead_tuples_jobs']:,} | "
+              f"{r['dead_tuples_archive']:,} |")
+    w("")
+    if free:
+        during = [r for r in held if r.get("snapshot_held")]
+        after = [r for r in held if not r.get("snapshot_held") and r["interval"] * r["seconds"] > hold_s + 300]
+        free_p99 = statistics.median(r["latency_p99_ms"] for r in free if r.get("latency_p99_ms") is not None)
+        free_kb = max(jobs_kb(r) for r in free)
+        rate = h0["rate_target"]
+        w("| aim | measured | verdict |")
+        w("|---|---|---|")
+        if during:
+            low = min(r["drained_per_s"] for r in during[1:] or during)
+            w(f"| drained/s while held stays at the offered {rate:,} (every sample after the first ≥ 95%) | lowest {low:,.0f} | "
+              f"{verdict(low >= 0.95 * rate)} |")
+            top = max(r["latency_p99_ms"] for r in during if r.get("latency_p99_ms") is not None)
+            w(f"| latency p99 while held ≤ 2 × unimpeded ({free_p99:.1f} ms) + 20 ms | highest {top:.1f} ms | "
+              f"{verdict(top <= 2 * free_p99 + 20)} |")
+            big = max(jobs_kb(r) for r in during)
+            w(f"| courier.jobs with its indexes while held ≤ 2 × unimpeded ({free_kb:,} KiB) | largest {big:,} KiB | "
+              f"{verdict(big <= 2 * free_kb)} |")
+        if after:
+            top = max(r["latency_p99_ms"] for r in after if r.get("latency_p99_ms") is not None)
+            big = max(jobs_kb(r) for r in after)
+            w(f"| from 5 min after the release: back to unimpeded (p99 ≤ 1.5 × {free_p99:.1f} + 5 ms, jobs ≤ 1.5 × "
+              f"{free_kb:,} KiB) | p99 {top:.1f} ms, jobs {big:,} KiB | {verdict(top <= 1.5 * free_p99 + 5 and big <= 1.5 * free_kb)} |")
+        w("")
 
 # ------------------------------------------------------------------ fair claiming (issue 13, item 4)
 fair = [r for r in courier if r["bench"] == "fair"]

@@ -10,6 +10,8 @@
 #                                         #   and soak backlog outage longtx (issue 12; not in the default set:
 #                                         #   at full size they take ~30 + ~10 + ~15 + ~3 min)
 #   ONLY="soak backlog outage longtx" bench/run.sh   # the scale and endurance runs alone
+#   ONLY=held bench/run.sh       # issue 45: the soak with a repeatable-read snapshot held 30 min, then 10 min after,
+#                                #   beside the same soak unimpeded (~50 min)
 #   ONLY=tracing bench/run.sh    # issue 44: the no-op and HTTP drains traced at 100% to a loopback OTLP sink, against off
 #
 # Knobs (environment), defaults in brackets:
@@ -50,6 +52,10 @@
 #                            (OUTAGE_SECONDS, when set, overrides OUTAGE_MINUTES)
 #   OUTAGE_OTHER_DELAY_MS [500]  OUTAGE_LEASE [10s]   outage: one destination's breaker open over its backlog while
 #                            other destinations' GETs (loopback, answered after OTHER_DELAY_MS) flow at OTHER_RATE/s
+#   HELD_RATE [2000]  HELD_MINUTES [30]  HELD_AFTER_MINUTES [10]  HELD_FREE_MINUTES [10]  HELD_WORKERS [2]
+#   HELD_RETENTION [1m]  HELD_SAMPLE [60]   held: the soak at HELD_RATE jobs/s unimpeded for HELD_FREE_MINUTES,
+#                            then again with a repeatable-read snapshot (taken before the first job) held for
+#                            HELD_MINUTES and released for HELD_AFTER_MINUTES more; one line of figures every HELD_SAMPLE s
 #   LONGTX_N [$DRAIN_N]  LONGTX_WORKERS [2]  LONGTX_CONC [256]   longtx: the no-op drain with a repeatable-read
 #                            transaction held open across it, against the same drain unimpeded, interleaved
 #   TRACE_N [$DRAIN_N]  TRACE_WORKERS [2]  TRACE_CONC [256]   tracing: the drains' size, workers and --concurrency
@@ -98,6 +104,9 @@ ENQ_LINES="${ENQ_LINES:-100000}"; ENQ_SQL_CALLS="${ENQ_SQL_CALLS:-10000}"
 PGB_CLIENTS="${PGB_CLIENTS:-1,2,4}"; PGB_T="${PGB_T:-5}"; PGB_FILL="${PGB_FILL:-600000}"
 SOAK_MINUTES="${SOAK_MINUTES:-30}"; SOAK_RATE="${SOAK_RATE:-auto}"; SOAK_WORKERS="${SOAK_WORKERS:-2}"; SOAK_CONC="${SOAK_CONC:-256}"
 SOAK_RETENTION="${SOAK_RETENTION:-2m}"; SOAK_SAMPLE="${SOAK_SAMPLE:-60}"
+HELD_RATE="${HELD_RATE:-2000}"; HELD_MINUTES="${HELD_MINUTES:-30}"; HELD_AFTER_MINUTES="${HELD_AFTER_MINUTES:-10}"
+HELD_FREE_MINUTES="${HELD_FREE_MINUTES:-10}"; HELD_WORKERS="${HELD_WORKERS:-2}"; HELD_RETENTION="${HELD_RETENTION:-1m}"
+HELD_SAMPLE="${HELD_SAMPLE:-60}"
 BACKLOG_RUNNABLE="${BACKLOG_RUNNABLE:-1000000}"; BACKLOG_WAITING="${BACKLOG_WAITING:-9000000}"; BACKLOG_HELD_SHARE="${BACKLOG_HELD_SHARE:-0.5}"
 BACKLOG_WORKERS="${BACKLOG_WORKERS:-2}"; BACKLOG_CONC="${BACKLOG_CONC:-256}"; BACKLOG_LOADERS="${BACKLOG_LOADERS:-2}"
 OUTAGE_WAITING="${OUTAGE_WAITING:-1000000}"; OUTAGE_MINUTES="${OUTAGE_MINUTES:-10}"; OUTAGE_WORKERS="${OUTAGE_WORKERS:-2}"
@@ -457,6 +466,15 @@ PY
   "${CB[@]}" soak "${COMMON[@]}" --minutes "$SOAK_MINUTES" --rate "$SOAK_RATE" --workers "$SOAK_WORKERS" --concurrency "$SOAK_CONC" \
     --retention "$SOAK_RETENTION" --sample "$SOAK_SAMPLE"
   say "soak end"
+fi
+if has held; then
+  say "held: the soak unimpeded ($HELD_FREE_MINUTES min at $HELD_RATE/s)"
+  "${CB[@]}" soak "${COMMON[@]}" --minutes "$HELD_FREE_MINUTES" --rate "$HELD_RATE" --workers "$HELD_WORKERS" --concurrency "$SOAK_CONC" \
+    --retention "$HELD_RETENTION" --sample "$HELD_SAMPLE" --label unimpeded
+  say "held: the soak with a snapshot held $HELD_MINUTES min, then $HELD_AFTER_MINUTES min after"
+  "${CB[@]}" soak "${COMMON[@]}" --minutes "$((HELD_MINUTES + HELD_AFTER_MINUTES))" --rate "$HELD_RATE" --workers "$HELD_WORKERS" \
+    --concurrency "$SOAK_CONC" --retention "$HELD_RETENTION" --sample "$HELD_SAMPLE" --hold-snapshot-seconds "$((HELD_MINUTES * 60))" --label held
+  say "held end"
 fi
 
 say "done"
