@@ -229,8 +229,14 @@ import Testing
             done.wait()
             #expect(failures.value.isEmpty, "\(failures.value)")
             #expect(peak.value <= 3, "the capped key had \(peak.value) running, above its cap of 3")
-            #expect(claimedGated.value >= 3 && claimedFair.value >= 3,
-                    "both claims made progress (gated \(claimedGated.value), fair \(claimedFair.value))")
+            // Which claim wins the key's three places in the race depends on scheduling (on a loaded
+            // machine the fair claimers took all of them); that each claim can take the key's jobs is
+            // shown alone, after it, with every job of the race done.
+            #expect(claimedGated.value + claimedFair.value >= 3,
+                    "the claims made progress (gated \(claimedGated.value), fair \(claimedFair.value))")
+            #expect(try running("capped", on: db) == 0)
+            let gated = try JobsTable.claimGated(queue: "default", limit: 10, worker: UUID(), leaseMilliseconds: 30_000, on: db)
+            #expect((1...3).contains(gated.count), "a gated claim alone took \(gated.count) of the capped key's jobs")
         }
     }
 }
