@@ -605,7 +605,7 @@ if soak:
     w("")
     w(f"Steady enqueue at {s0['rate_target']:,} no-op jobs/s (ten inserts a second) drained by {s0['workers']} × jobworker "
       f"--concurrency {s0['concurrency']} --retention {s0['retention']} for {len(soak)} samples of ~{s0['seconds']:.0f} s "
-      "(`courier-bench soak`). Throughput = rows deleted from `courier.jobs` per second (pg_stat_user_tables); claim lag = age "
+      "(`courier-bench soak`). Throughput = rows archived per second (the archive's inserts, pg_stat_user_tables; every job succeeds); claim lag = age "
       "of the next job the claim would take (one probe of the claim index's head); latency = enqueue → finished of the jobs "
       "archived in the last second (one range of the archive's finished_at index); sizes from pg_relation_size / "
       "pg_indexes_size (KiB); dead tuples and autovacuum runs from pg_stat_user_tables. The polling scans no table.")

@@ -165,28 +165,24 @@ create index jobs_running_idx on courier.jobs (leased_by) where state = 'running
 alter table courier.jobs attach partition courier.jobs_parked for values in (-1);
 alter table courier.jobs_parked drop constraint jobs_parked_slot_check;
 
--- The ring. Each slot also gets an index on id and one on the unique key (jobs_parked has its
--- primary key and its unique index: a partitioned index cannot take both kinds).
-create table courier.jobs_0 partition of courier.jobs for values in (0)
-    with (fillfactor = 80, autovacuum_vacuum_scale_factor = 0.02, autovacuum_vacuum_insert_scale_factor = 0.05,
-          autovacuum_analyze_scale_factor = 0.05);
-create table courier.jobs_1 partition of courier.jobs for values in (1)
-    with (fillfactor = 80, autovacuum_vacuum_scale_factor = 0.02, autovacuum_vacuum_insert_scale_factor = 0.05,
-          autovacuum_analyze_scale_factor = 0.05);
-create table courier.jobs_2 partition of courier.jobs for values in (2)
-    with (fillfactor = 80, autovacuum_vacuum_scale_factor = 0.02, autovacuum_vacuum_insert_scale_factor = 0.05,
-          autovacuum_analyze_scale_factor = 0.05);
-create table courier.jobs_3 partition of courier.jobs for values in (3)
-    with (fillfactor = 80, autovacuum_vacuum_scale_factor = 0.02, autovacuum_vacuum_insert_scale_factor = 0.05,
-          autovacuum_analyze_scale_factor = 0.05);
-create index jobs_0_id_idx on courier.jobs_0 (id);
-create index jobs_1_id_idx on courier.jobs_1 (id);
-create index jobs_2_id_idx on courier.jobs_2 (id);
-create index jobs_3_id_idx on courier.jobs_3 (id);
-create index jobs_0_unique_key_idx on courier.jobs_0 (unique_scope, unique_key) where unique_key is not null;
-create index jobs_1_unique_key_idx on courier.jobs_1 (unique_scope, unique_key) where unique_key is not null;
-create index jobs_2_unique_key_idx on courier.jobs_2 (unique_scope, unique_key) where unique_key is not null;
-create index jobs_3_unique_key_idx on courier.jobs_3 (unique_scope, unique_key) where unique_key is not null;
+-- The ring: one partition courier.jobs_N per slot of courier.job_slot_count(), with the storage
+-- options the table had (fillfactor and autovacuum's thresholds, now jobs_parked's). Each slot
+-- also gets an index on id and one on the unique key (jobs_parked has its primary key and its
+-- unique index: a partitioned index cannot take both kinds).
+do $$
+declare
+    v_options text := (select array_to_string(c.reloptions, ', ') from pg_class c where c.oid = 'courier.jobs_parked'::regclass);
+    v_table text;
+begin
+    for v_slot in 0 .. courier.job_slot_count() - 1 loop
+        v_table := 'jobs_' || v_slot;
+        execute format('create table courier.%I partition of courier.jobs for values in (%s) with (%s)', v_table, v_slot, v_options);
+        execute format('create index %I on courier.%I (id)', v_table || '_id_idx', v_table);
+        execute format('create index %I on courier.%I (unique_scope, unique_key) where unique_key is not null',
+                       v_table || '_unique_key_idx', v_table);
+    end loop;
+end
+$$;
 
 grant select, insert, update, delete on courier.jobs to courier_worker;
 grant all on courier.jobs to courier_admin;

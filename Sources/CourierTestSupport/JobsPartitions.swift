@@ -13,3 +13,21 @@ public enum JobsPartitions {
         }
     }
 }
+
+extension JobsPartitions {
+    /// Inserts `n` jobs of http://ring.test/x into ring slot `slot` (naming it, as no caller of
+    /// courier.jobs does), due `runInSeconds` from now. Returns their ids.
+    @discardableResult
+    public static func insert(_ n: Int, slot: Int, runInSeconds: Int = -1, on db: PostgresConnection) throws -> [Int64] {
+        try db.query("""
+            insert into courier.jobs (destination, url, run_at, slot)
+            select 'http://ring.test:80', 'http://ring.test/x', now() + \(runInSeconds)::int * interval '1 second', \(slot)::smallint
+            from generate_series(1, \(n)::int) returning id
+            """).rows.map { try $0.decode(0, as: Int64.self) }
+    }
+
+    /// The bytes of heap of ring slot `slot`'s partition (0 once it is truncated).
+    public static func heapBytes(slot: Int, on db: PostgresConnection) throws -> Int {
+        try db.query(PostgresQuery(unsafeSQL: "select pg_relation_size('courier.jobs_\(slot)')::bigint")).rows[0].decode(0, as: Int.self)
+    }
+}

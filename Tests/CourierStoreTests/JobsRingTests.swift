@@ -27,18 +27,6 @@ import Testing
         return (try row.decode(0, as: Date.self), try row.decode(1, as: Int.self))
     }
 
-    func insert(_ n: Int, slot: Int, runInSeconds: Int = -1, on db: PostgresConnection) throws -> [Int64] {
-        try db.query(PostgresQuery(unsafeSQL: """
-            insert into courier.jobs (destination, url, run_at, slot)
-            select 'http://ring.test:80', 'http://ring.test/x', now() + $2::int * interval '1 second', $3::smallint
-            from generate_series(1, $1::int) returning id
-            """, binds: [n, runInSeconds, slot])).rows.map { try $0.decode(0, as: Int64.self) }
-    }
-
-    func heapBytes(_ table: String, on db: PostgresConnection) throws -> Int {
-        try db.query(PostgresQuery(unsafeSQL: "select pg_relation_size($1::regclass)::bigint", binds: [table])).rows[0].decode(0, as: Int.self)
-    }
-
     func drain(on db: PostgresConnection) throws -> Int {
         var done = 0
         while true {
@@ -73,20 +61,20 @@ import Testing
         try CourierTestDatabase.with { (database, db) throws in
             let (at, current) = try anchor(on: db)
             let (old, kept) = ((current + 2) % 4, (current + 3) % 4)
-            _ = try insert(3000, slot: old, on: db)
-            _ = try insert(10, slot: kept, on: db)
-            _ = try insert(10, slot: current, on: db)
+            _ = try JobsPartitions.insert(3000, slot: old, on: db)
+            _ = try JobsPartitions.insert(10, slot: kept, on: db)
+            _ = try JobsPartitions.insert(10, slot: current, on: db)
             let holder = try SnapshotHolder(url: database.url)
             // Everything but one job of `kept` done.
             #expect(try drain(on: db) == 3020)
-            let last = try insert(1, slot: kept, on: db)
-            #expect(try heapBytes("courier.jobs_\(old)", on: db) > 100_000, "the drained slot still holds its dead rows")
+            let last = try JobsPartitions.insert(1, slot: kept, on: db)
+            #expect(try JobsPartitions.heapBytes(slot: old, on: db) > 100_000, "the drained slot still holds its dead rows")
 
             let result = try JobsTable.reclaim(now: at, on: db)
             #expect(result.truncated == ["courier.jobs_\(old)"])
-            #expect(try heapBytes("courier.jobs_\(old)", on: db) == 0)
-            #expect(try heapBytes("courier.jobs_\(kept)", on: db) > 0)
-            #expect(try heapBytes("courier.jobs_\(current)", on: db) > 0, "the current slot is never truncated")
+            #expect(try JobsPartitions.heapBytes(slot: old, on: db) == 0)
+            #expect(try JobsPartitions.heapBytes(slot: kept, on: db) > 0)
+            #expect(try JobsPartitions.heapBytes(slot: current, on: db) > 0, "the current slot is never truncated")
             #expect(try db.query("select count(*)::int from courier.jobs where id = \(last[0])").rows[0].decode(0, as: Int.self) == 1)
             // Nothing left to do: a second call truncates nothing.
             #expect(try JobsTable.reclaim(now: at, on: db).truncated.isEmpty)
@@ -100,8 +88,8 @@ import Testing
         try CourierTestDatabase.with { (_, db) throws in
             let (at, current) = try anchor(on: db)
             let next = (current + 1) % 4
-            let ahead = try insert(3, slot: next, runInSeconds: 3600, on: db)
-            let due = try insert(2, slot: next, on: db)
+            let ahead = try JobsPartitions.insert(3, slot: next, runInSeconds: 3600, on: db)
+            let due = try JobsPartitions.insert(2, slot: next, on: db)
             try db.execute("update courier.jobs set held_since = now(), unique_key = 'k-' || id, unique_scope = 'r' where id = \(ahead[0])")
             try db.execute("insert into courier.job_unique_keys values ('r', 'k-' || \(ahead[0])::bigint, \(ahead[0])::bigint)")
             let running = try JobsTable.claim(queue: "default", limit: 1, worker: worker, leaseMilliseconds: lease, on: db)
@@ -193,8 +181,8 @@ import Testing
         run("enqueuer", { db in
             for round in 0..<rounds {
                 let slot = round % 4
-                let ids = try insert(perRound, slot: slot, on: db)
-                let later = try insert(2, slot: slot, runInSeconds: 3600, on: db)
+                let ids = try JobsPartitions.insert(perRound, slot: slot, on: db)
+                let later = try JobsPartitions.insert(2, slot: slot, runInSeconds: 3600, on: db)
                 enqueued.mutate { $0 += ids }
                 ahead.mutate { $0 += later }
             }

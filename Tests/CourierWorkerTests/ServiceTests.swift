@@ -286,19 +286,10 @@ extension ServiceTests {
             if intoSlot > 11 { Thread.sleep(forTimeInterval: 15.5 - intoSlot) }
             let current = try db.query("select courier.job_slot_of(now())::int").rows[0].decode(0, as: Int.self)
             let (next, drained) = ((current + 1) % 4, (current + 2) % 4)
-            func insert(_ n: Int, slot: Int, runInSeconds: Int) throws {
-                try db.execute("""
-                    insert into courier.jobs (destination, url, run_at, slot)
-                    select 'http://ring.test:80', 'http://ring.test/x', now() + \(runInSeconds)::int * interval '1 second', \(slot)::smallint
-                    from generate_series(1, \(n)::int)
-                    """)
-            }
-            try insert(2000, slot: drained, runInSeconds: 0)
+            try JobsPartitions.insert(2000, slot: drained, runInSeconds: 0, on: db)
             try db.execute("delete from courier.jobs where slot = \(drained)::smallint")
-            try insert(5, slot: next, runInSeconds: 3600)
-            func heap(_ slot: Int) throws -> Int {
-                try db.query(PostgresQuery(unsafeSQL: "select pg_relation_size('courier.jobs_\(slot)')::bigint")).rows[0].decode(0, as: Int.self)
-            }
+            try JobsPartitions.insert(5, slot: next, runInSeconds: 3600, on: db)
+            func heap(_ slot: Int) throws -> Int { try JobsPartitions.heapBytes(slot: slot, on: db) }
             func parked() throws -> Int { try db.query("select count(*)::int from courier.jobs where slot = -1").rows[0].decode(0, as: Int.self) }
             #expect(try heap(drained) > 0)
 

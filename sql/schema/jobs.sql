@@ -251,7 +251,7 @@ GRANT ALL ON TABLE courier.jobs TO courier_admin;
 --
 
 CREATE TABLE courier.jobs_0 PARTITION OF courier.jobs FOR VALUES IN ('0')
-WITH (fillfactor='80', autovacuum_vacuum_scale_factor='0.02', autovacuum_vacuum_insert_scale_factor='0.05', autovacuum_analyze_scale_factor='0.05');
+WITH (autovacuum_vacuum_scale_factor='0.02', autovacuum_vacuum_insert_scale_factor='0.05', autovacuum_analyze_scale_factor='0.05', fillfactor='80');
 
 
 --
@@ -281,7 +281,7 @@ GRANT ALL ON TABLE courier.jobs_0 TO courier_admin;
 --
 
 CREATE TABLE courier.jobs_1 PARTITION OF courier.jobs FOR VALUES IN ('1')
-WITH (fillfactor='80', autovacuum_vacuum_scale_factor='0.02', autovacuum_vacuum_insert_scale_factor='0.05', autovacuum_analyze_scale_factor='0.05');
+WITH (autovacuum_vacuum_scale_factor='0.02', autovacuum_vacuum_insert_scale_factor='0.05', autovacuum_analyze_scale_factor='0.05', fillfactor='80');
 
 
 --
@@ -311,7 +311,7 @@ GRANT ALL ON TABLE courier.jobs_1 TO courier_admin;
 --
 
 CREATE TABLE courier.jobs_2 PARTITION OF courier.jobs FOR VALUES IN ('2')
-WITH (fillfactor='80', autovacuum_vacuum_scale_factor='0.02', autovacuum_vacuum_insert_scale_factor='0.05', autovacuum_analyze_scale_factor='0.05');
+WITH (autovacuum_vacuum_scale_factor='0.02', autovacuum_vacuum_insert_scale_factor='0.05', autovacuum_analyze_scale_factor='0.05', fillfactor='80');
 
 
 --
@@ -341,7 +341,7 @@ GRANT ALL ON TABLE courier.jobs_2 TO courier_admin;
 --
 
 CREATE TABLE courier.jobs_3 PARTITION OF courier.jobs FOR VALUES IN ('3')
-WITH (fillfactor='80', autovacuum_vacuum_scale_factor='0.02', autovacuum_vacuum_insert_scale_factor='0.05', autovacuum_analyze_scale_factor='0.05');
+WITH (autovacuum_vacuum_scale_factor='0.02', autovacuum_vacuum_insert_scale_factor='0.05', autovacuum_analyze_scale_factor='0.05', fillfactor='80');
 
 
 --
